@@ -1,0 +1,63 @@
+# mmuwatch: top-level build. `make` builds everything, `make check` runs
+# every test (host tests, then the VM bench on each test kernel), `make demo`
+# runs the main job, `make bench` the benchmarks.
+TOP := $(CURDIR)
+include mk/common.mk
+
+# User-space parts in link order; libuser links the final libmmuwatch.
+PARTS := hooks rcache smcuda libuser tools selftests bench demo
+KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
+
+.PHONY: all modules user check check-host check-vm bench demo setup \
+	install clean checkpatch $(PARTS)
+
+all: modules user
+
+setup:
+	@tools/setup.sh
+
+# The module, built once per test kernel into build/kmod/<kver>/.
+modules:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) all
+
+user: $(PARTS)
+$(PARTS):
+	@if [ -f $@/Makefile ]; then $(MAKE) -C $@ --no-print-directory TOP=$(TOP) all; fi
+
+check: setup
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory check-host
+	@$(MAKE) --no-print-directory check-vm
+	@echo "make check: all tests passed"
+
+check-host:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) check
+	@set -e; for p in $(PARTS); do \
+		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; fi; \
+	done
+
+check-vm:
+	@vm/check.sh $(KVERS)
+
+bench: setup
+	@$(MAKE) --no-print-directory all
+	@set -e; for p in $(PARTS); do \
+		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) bench; fi; \
+	done
+	@vm/bench.sh $(KVER_DEFAULT)
+
+demo: setup
+	@$(MAKE) --no-print-directory all
+	@vm/demo.sh $(KVER_DEFAULT)
+
+checkpatch:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) checkpatch
+
+install:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install
+	@set -e; for p in $(PARTS); do \
+		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) install; fi; \
+	done
+
+clean:
+	rm -rf build/obj build/bin build/lib build/tests build/kmod build/vm

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal interface between the user-space event source (hooks/) and the
+ * library core (libuser/). Not installed; all symbols hidden.
+ */
+#ifndef MW_HOOKS_H
+#define MW_HOOKS_H
+
+#include <stdint.h>
+
+#define MW_HIDDEN __attribute__((visibility("hidden")))
+
+/* What released the memory. */
+enum mw_release_kind {
+	MW_RELEASE_MUNMAP = 1,
+	MW_RELEASE_MREMAP,	/* old range of a move or the cut tail of a shrink */
+	MW_RELEASE_MADVISE,	/* DONTNEED, FREE, REMOVE, POSIX_DONTNEED */
+	MW_RELEASE_MMAP_FIXED,	/* MAP_FIXED over an existing range */
+	MW_RELEASE_BRK,		/* brk/sbrk shrink */
+	MW_RELEASE_SHMDT,
+	MW_RELEASE_SHMAT_REMAP,
+	MW_RELEASE_ALLOC,	/* our allocator returning memory to the OS */
+	MW_RELEASE_LIBC,	/* glibc-internal release caught by entry patch */
+};
+
+/* Support level bits found by the post-install self-test. */
+#define MW_HOOKS_SUPPORT_FREE   (1U << 0) /* free()/realloc() releases seen */
+#define MW_HOOKS_SUPPORT_MUNMAP (1U << 1) /* munmap() releases seen */
+
+/*
+ * Release callback: called synchronously BEFORE the memory is released,
+ * for [start, end). It may run inside malloc/free or any intercepted call,
+ * in any thread: it must not allocate, block for long, or call back into
+ * intercepted functions other than through raw syscalls.
+ */
+typedef void (*mw_release_fn)(uintptr_t start, uintptr_t end,
+			      enum mw_release_kind kind);
+
+/* Decide by the matrix, install, run the self-test. Idempotent, thread-safe,
+ * malloc-free. Returns 1 when the hooks are active, 0 when not. */
+MW_HIDDEN int mw_hooks_init(void);
+MW_HIDDEN int mw_hooks_active(void);
+/* MW_HOOKS_SUPPORT_* bits; 0 when not active. */
+MW_HIDDEN unsigned mw_hooks_support(void);
+/* Human-readable reason for the install decision (static string). */
+MW_HIDDEN const char *mw_hooks_decision(void);
+/* One callback (the library core); NULL detaches. */
+MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
+
+#endif /* MW_HOOKS_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * mmuwatch: user-visible ABI of /dev/mmuwatch.
+ *
+ * A process opens /dev/mmuwatch and gets a context bound to its mm. It asks
+ * the module to watch address ranges; every invalidating change to a watched
+ * range (munmap, mremap, madvise, MAP_FIXED, brk, truncate, exit, ...) flips
+ * the watch's validity word and queues one event in a ring. Both live in
+ * memory shared with user space (mmap). Watches are one-shot.
+ *
+ * Validity words: every watch owns one slot in a u64 array. The WATCH ioctl
+ * returns (slot, token). While the watch is valid, words[slot] == token.
+ * The module changes the word (to token | MMUWATCH_WORD_INVALID) before the
+ * invalidating syscall returns. Tokens carry a per-slot generation, so a
+ * slot reused by a later watch never matches an old token. The check on a
+ * cache hit is one load and one compare.
+ *
+ * Event ring: single producer (kernel), single consumer (user). The kernel
+ * keeps its own copies of every index; the user-written tail is only read,
+ * masked and bounds-checked. A full ring never blocks: the event is dropped,
+ * MMUWATCH_RING_F_OVERFLOW is set (sticky until MMUWATCH_IOC_RESET_OVERFLOW)
+ * and 'lost' counts the dropped events. User space then recovers by scanning
+ * the validity words, which are always exact.
+ *
+ * Errors (errno) common to all ioctls:
+ *   ENOTTY    unknown ioctl
+ *   EFAULT    bad user pointer
+ *   EBADFD    the fd belongs to another mm (e.g. inherited across fork):
+ *             open /dev/mmuwatch again in the new process
+ *   EINVAL    zero length, non-zero reserved field or unknown flag
+ *   EOVERFLOW start + len wraps
+ *   ERANGE    range not entirely inside user space
+ *   E2BIG     batch larger than info.max_batch
+ *   ENOSPC    per-context watch limit (module parameter max_watches) reached
+ *   ENOENT    unwatch of a slot/token that is not (or no longer) watched
+ *   EBUSY     SETUP after the context was already set up
+ *   ENOMEM    out of memory (memory is charged to the caller's memcg)
+ */
+#ifndef _UAPI_MMUWATCH_H
+#define _UAPI_MMUWATCH_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define MMUWATCH_ABI_VERSION 1
+#define MMUWATCH_DEVICE "/dev/mmuwatch"
+
+/* Validity word: token values are even; an invalidated watch has bit 0 set. */
+#define MMUWATCH_WORD_INVALID 1ULL
+
+/* Reasons carried by events (and counted in sysfs). */
+enum mmuwatch_reason {
+	MMUWATCH_REASON_UNMAP = 1,	/* munmap, mremap, MAP_FIXED, brk, exit */
+	MMUWATCH_REASON_CLEAR = 2,	/* madvise, truncate, punch hole, reclaim */
+	MMUWATCH_REASON_RELEASE = 3,	/* address space torn down */
+	MMUWATCH_REASON_MIGRATE = 4,	/* page migration */
+	MMUWATCH_REASON_EXCLUSIVE = 5,	/* device exclusive access */
+	MMUWATCH_REASON_UNWATCHED = 6,	/* reserved: never queued */
+	MMUWATCH_REASON_MAX
+};
+
+/* One event, 32 bytes. [start, end) is the invalidated part of the watch. */
+struct mmuwatch_event {
+	__u64 cookie;
+	__u64 start;
+	__u64 end;
+	__u32 reason;
+	__u32 slot;
+};
+
+/* Ring header at offset 0 of the ring mapping; events follow at
+ * info.ring_events_offset. Kernel-owned fields: head, flags, lost.
+ * User-owned: tail (consumer index, free running, masked by the kernel).
+ */
+#define MMUWATCH_RING_F_OVERFLOW (1U << 0)
+
+struct mmuwatch_ring {
+	__u32 head;		/* producer index, free running */
+	__u32 tail;		/* consumer index, free running, written by user */
+	__u32 entries;		/* power of two */
+	__u32 flags;		/* MMUWATCH_RING_F_* */
+	__u64 lost;		/* events dropped since the last reset */
+	__u64 reserved[5];
+};
+
+/* mmap offsets (bytes). The words mapping must be read-only and shared. */
+#define MMUWATCH_MMAP_RING  0x00000000ULL
+#define MMUWATCH_MMAP_WORDS 0x10000000ULL
+
+/* Feature bits in info.features. */
+#define MMUWATCH_FEAT_BATCH	(1U << 0)
+#define MMUWATCH_FEAT_RING	(1U << 1)
+#define MMUWATCH_FEAT_FDINFO	(1U << 2)
+
+struct mmuwatch_info {
+	__u32 abi_version;	/* MMUWATCH_ABI_VERSION */
+	__u32 features;		/* MMUWATCH_FEAT_* */
+	__u32 max_watches;	/* per-context limit in force */
+	__u32 max_ring_entries;	/* largest ring SETUP accepts */
+	__u32 max_batch;	/* largest batch accepted */
+	__u32 event_size;	/* sizeof(struct mmuwatch_event) */
+	__u32 word_size;	/* sizeof(__u64) */
+	__u32 ring_entries;	/* ring size of this context, 0 before setup */
+	__u32 nr_words;		/* validity words of this context, 0 before setup */
+	__u32 ring_events_offset; /* byte offset of events in ring mapping */
+	__u64 ring_mmap_size;	/* bytes to map at MMUWATCH_MMAP_RING */
+	__u64 words_mmap_size;	/* bytes to map at MMUWATCH_MMAP_WORDS */
+	__u64 reserved[4];
+};
+
+/* SETUP: size the ring and the word array. 0 = module default. ring_entries
+ * is rounded up to a power of two. Optional: the first WATCH or mmap sets
+ * the context up with defaults.
+ */
+struct mmuwatch_setup {
+	__u32 ring_entries;
+	__u32 nr_words;
+	__u32 flags;		/* must be 0 */
+	__u32 reserved;		/* must be 0 */
+};
+
+#define MMUWATCH_WATCH_F_MASK 0U	/* no flags defined yet */
+
+/* One range to watch. slot and token are outputs. */
+struct mmuwatch_range {
+	__u64 start;
+	__u64 len;
+	__u64 cookie;
+	__u32 flags;		/* must be 0 */
+	__u32 slot;		/* out */
+	__u64 token;		/* out: words[slot] value while valid */
+};
+
+/* Batch of WATCH or UNWATCH. ranges points to count mmuwatch_range
+ * (for WATCH) or mmuwatch_unwatch (for UNWATCH). On return 'done' tells
+ * how many were processed; on error the ioctl fails with the errno of
+ * element 'done'.
+ */
+struct mmuwatch_batch {
+	__u64 ptr;
+	__u32 count;
+	__u32 flags;		/* must be 0 */
+	__u32 done;		/* out */
+	__u32 reserved;		/* must be 0 */
+};
+
+struct mmuwatch_unwatch {
+	__u32 slot;
+	__u32 reserved;		/* must be 0 */
+	__u64 token;
+};
+
+#define MMUWATCH_IOC_MAGIC 0xB6
+
+#define MMUWATCH_IOC_INFO	_IOR(MMUWATCH_IOC_MAGIC, 0x00, struct mmuwatch_info)
+#define MMUWATCH_IOC_SETUP	_IOW(MMUWATCH_IOC_MAGIC, 0x01, struct mmuwatch_setup)
+#define MMUWATCH_IOC_WATCH	_IOWR(MMUWATCH_IOC_MAGIC, 0x02, struct mmuwatch_range)
+#define MMUWATCH_IOC_WATCH_BATCH _IOWR(MMUWATCH_IOC_MAGIC, 0x03, struct mmuwatch_batch)
+#define MMUWATCH_IOC_UNWATCH	_IOW(MMUWATCH_IOC_MAGIC, 0x04, struct mmuwatch_unwatch)
+#define MMUWATCH_IOC_UNWATCH_BATCH _IOWR(MMUWATCH_IOC_MAGIC, 0x05, struct mmuwatch_batch)
+/* Clear the sticky overflow flag; returns the lost count (u64) and zeroes it. */
+#define MMUWATCH_IOC_RESET_OVERFLOW _IOR(MMUWATCH_IOC_MAGIC, 0x06, __u64)
+
+#endif /* _UAPI_MMUWATCH_H */

@@ -1,0 +1,30 @@
+# Shared settings for every user-space part. Included by each part's Makefile
+# with TOP set to the repository root.
+TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
+BUILD ?= $(TOP)/build
+OBJ := $(BUILD)/obj
+BIN := $(BUILD)/bin
+LIB := $(BUILD)/lib
+TESTBIN := $(BUILD)/tests
+
+CC ?= cc
+CSTD := -std=c11
+WARN := -Wall -Wextra -Werror
+OPT ?= -O2 -g
+CPPFLAGS_COMMON := -D_GNU_SOURCE -I$(TOP)/include -I$(TOP)
+CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -fPIC -fvisibility=hidden -pthread
+# Sanitizer build of the host tests: make SAN=asan check
+ifeq ($(SAN),asan)
+CFLAGS_COMMON += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+DESTDIR ?=
+
+# Kernels the VM bench tests; the setup script installs exactly these.
+KVERS := $(shell cat $(BUILD)/kernels 2>/dev/null || cat $(TOP)/vm/kernels)
+KVER_DEFAULT := $(firstword $(KVERS))
