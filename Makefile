@@ -4,12 +4,15 @@
 TOP := $(CURDIR)
 include mk/common.mk
 
-# User-space parts in link order; libuser links the final libmmuwatch.
-PARTS := hooks rcache smcuda libuser tools selftests bench demo
+# User-space parts in build order: libuser links the archives of hooks,
+# rcache and smcuda into libmmuwatch; the rest link libmmuwatch. Built one
+# after the other (each part's own make may still run in parallel), and
+# never as make targets of their own: `bench` and `demo` are also targets.
+PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
 .PHONY: all modules user check check-host check-vm bench demo setup \
-	install clean checkpatch $(PARTS)
+	install clean checkpatch
 
 all: modules user
 
@@ -20,9 +23,10 @@ setup:
 modules:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) all
 
-user: $(PARTS)
-$(PARTS):
-	@if [ -f $@/Makefile ]; then $(MAKE) -C $@ --no-print-directory TOP=$(TOP) all; fi
+user:
+	@set -e; for p in $(PARTS); do \
+		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; fi; \
+	done
 
 check: setup
 	@$(MAKE) --no-print-directory all

@@ -37,7 +37,10 @@ typedef void (*mw_release_fn)(uintptr_t start, uintptr_t end,
 			      enum mw_release_kind kind);
 
 /* Decide by the matrix, install, run the self-test. Idempotent, thread-safe,
- * malloc-free. Returns 1 when the hooks are active, 0 when not. */
+ * malloc-free. Returns 1 when the hooks are active, 0 when not.
+ * (Deciding and installing never allocate; the self-test then allocates
+ * and frees 4 MiB blocks through the installed malloc, by design. hooks/
+ * also calls this from its own early constructor.) */
 MW_HIDDEN int mw_hooks_init(void);
 MW_HIDDEN int mw_hooks_active(void);
 /* MW_HOOKS_SUPPORT_* bits; 0 when not active. */
@@ -46,5 +49,13 @@ MW_HIDDEN unsigned mw_hooks_support(void);
 MW_HIDDEN const char *mw_hooks_decision(void);
 /* One callback (the library core); NULL detaches. */
 MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
+/*
+ * Co-existence: bit i set when libc's function i (see mw_hooks_patch_name)
+ * was found already patched by another library, or not starting with the
+ * code we expect, so its libc-internal callers are not seen. A message says
+ * so once on stderr. 0 when there is no conflict.
+ */
+MW_HIDDEN unsigned mw_hooks_patch_conflicts(void);
+MW_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
 
 #endif /* MW_HOOKS_H */

@@ -35,6 +35,44 @@
  *   ENOENT    unwatch of a slot/token that is not (or no longer) watched
  *   EBUSY     SETUP after the context was already set up
  *   ENOMEM    out of memory (memory is charged to the caller's memcg)
+ *
+ * Details of ABI v1 as implemented by mmuwatch.ko:
+ * - Ranges are rounded out to whole pages. An event's [start, end) is the
+ *   invalidated part of the (rounded) watch. A batch with count 0 is EINVAL;
+ *   one cut short by a fatal signal fails with EINTR.
+ *   SETUP sizes above info.max_ring_entries / the max_watches parameter are
+ *   EINVAL; the word array of a context is its watch limit (info.max_watches
+ *   after setup; before it, the largest nr_words SETUP accepts). A slot
+ *   frees when its dead watch has been reaped, which WATCH waits for
+ *   before failing with ENOSPC.
+ * - Validity check: valid iff words[slot] == token. A dead slot may later
+ *   hold a newer generation's token, so never test for token | 1 alone.
+ *   UNWATCH also sets token | 1 and queues no event.
+ * - Invalidations that begin after WATCH returns are always seen. Watch a
+ *   range before pinning it (as with any mmu interval notifier).
+ * - mmap: offset MMUWATCH_MMAP_RING needs MAP_SHARED (else EINVAL);
+ *   MMUWATCH_MMAP_WORDS refuses PROT_WRITE (EACCES) and can never be made
+ *   writable. Unknown offset or a length beyond *_mmap_size: EINVAL; from
+ *   another mm: EBADFD. The first mmap or WATCH sets up with the defaults.
+ *   Mappings are inherited by fork() (they still describe the parent).
+ * - read(): any process holding the fd. Copies whole events (count below
+ *   sizeof(struct mmuwatch_event) is EINVAL) and advances ring->tail.
+ *   Nothing pending: EAGAIN with O_NONBLOCK, else it sleeps; nothing
+ *   pending and the overflow flag set: EOVERFLOW. A corrupt tail (more
+ *   than 'entries' behind head, or ahead of it) makes the producer treat
+ *   the ring as full, read() fail with EIO and poll() report EPOLLERR;
+ *   RESET_OVERFLOW repairs it (tail = head).
+ * - poll(): EPOLLIN | EPOLLRDNORM when events are pending or overflow is set.
+ * - Reasons measured on Debian 6.1 and 6.12 (identical): munmap, mremap
+ *   (moved or shrunk part), MAP_FIXED over, brk shrink, shmdt: UNMAP;
+ *   madvise DONTNEED/FREE/REMOVE, truncate and punch hole (any process),
+ *   a write that breaks COW after fork: CLEAR; exit of the owner: RELEASE.
+ *   mprotect (PROTECTION_VMA) and fork's COW write-protect
+ *   (PROTECTION_PAGE) do not invalidate. Per the kernel sources, reclaim
+ *   and page migration give CLEAR and soft-dirty clearing is filtered.
+ *   Unknown kernel events invalidate (reason CLEAR).
+ * - Global counters: /sys/kernel/mmuwatch/; per context:
+ *   /proc/<pid>/fdinfo/<fd> (mmuwatch-* lines).
  */
 #ifndef _UAPI_MMUWATCH_H
 #define _UAPI_MMUWATCH_H
@@ -72,7 +110,7 @@ struct mmuwatch_event {
  * info.ring_events_offset. Kernel-owned fields: head, flags, lost.
  * User-owned: tail (consumer index, free running, masked by the kernel).
  */
-#define MMUWATCH_RING_F_OVERFLOW (1U << 0)
+#define MMUWATCH_RING_F_OVERFLOW 0x1U
 
 struct mmuwatch_ring {
 	__u32 head;		/* producer index, free running */
@@ -88,9 +126,9 @@ struct mmuwatch_ring {
 #define MMUWATCH_MMAP_WORDS 0x10000000ULL
 
 /* Feature bits in info.features. */
-#define MMUWATCH_FEAT_BATCH	(1U << 0)
-#define MMUWATCH_FEAT_RING	(1U << 1)
-#define MMUWATCH_FEAT_FDINFO	(1U << 2)
+#define MMUWATCH_FEAT_BATCH	0x1U
+#define MMUWATCH_FEAT_RING	0x2U
+#define MMUWATCH_FEAT_FDINFO	0x4U
 
 struct mmuwatch_info {
 	__u32 abi_version;	/* MMUWATCH_ABI_VERSION */

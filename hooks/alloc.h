@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The name-shifted allocator: internal layout and the inline fast paths.
+ *
+ * Layout. One big address range is reserved PROT_NONE at first use and
+ * committed as it is handed out, so "is this pointer ours" is one subtraction
+ * and compare. It is cut into 64 KiB units. Every allocation lives in a
+ * "page": a run of units whose first 128 bytes are a header (struct mw_page).
+ *   - small (<= 8 KiB): one-unit pages holding blocks of one size class,
+ *     owned by one thread's heap; the owner allocates and frees without
+ *     atomics, other threads hand blocks back through the owner's lock-free
+ *     "remote" list;
+ *   - large (> 8 KiB): a span of units to itself (page-granular, effectively
+ *     a direct mapping), kept in a per-thread cache and global bins when
+ *     freed (see the retention policy in alloc.c).
+ * The header of the page of any pointer p we returned is at
+ * (p - 1) rounded down to 64 KiB: user data never starts at a unit boundary
+ * except for over-aligned large blocks, which get a forwarding header one
+ * unit below.
+ */
+#ifndef MW_HOOKS_ALLOC_H
+#define MW_HOOKS_ALLOC_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hooks/hooks.h"
+
+#define MW_UNIT_SHIFT 16
+#define MW_UNIT ((size_t)1 << MW_UNIT_SHIFT)
+#define MW_HDR 128			/* header bytes at the start of a page */
+#define MW_NSMALL 32			/* small size classes */
+#define MW_SMALL_MAX 8192
+#define MW_NLARGE 240			/* large classes (in units) */
+#define MW_NTCACHE 24			/* large classes cached per thread */
+#define MW_TC_DEPTH 4
+
+enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD };
+enum mw_span_state { MW_SPAN_INUSE = 1, MW_SPAN_HOT, MW_SPAN_COLD };
+
+struct mw_heap;
+
+struct mw_page {
+	void *free;			/* small: owner's free list */
+	struct mw_heap *heap;		/* small: owning heap */
+	uint32_t used;			/* small: blocks handed out */
+	uint32_t capacity;
+	uint32_t block;			/* small: block size */
+	uint8_t kind;
+	uint8_t cls;			/* small or large class */
+	uint8_t full;			/* small: exhausted, not on avail list */
+	uint8_t has_aligned;		/* small: some block returned offset */
+	uint8_t state;			/* large: enum mw_span_state */
+	uint32_t clean_from;		/* large: offset from which data is 0 */
+	size_t units;			/* span length in units */
+	struct mw_page *next, *prev;	/* heap avail list or bin list */
+	struct mw_page *lru_next, *lru_prev; /* global retained LRU */
+	struct mw_page *fwd;		/* MW_KIND_FWD: the real span */
+};
+_Static_assert(sizeof(struct mw_page) <= MW_HDR, "page header too big");
+
+struct mw_heap {
+	struct mw_page *cur[MW_NSMALL];
+	struct mw_page *avail[MW_NSMALL];
+	_Atomic(void *) remote;		/* blocks freed by other threads */
+	struct mw_page *tcache[MW_NTCACHE][MW_TC_DEPTH];
+	uint8_t tcount[MW_NTCACHE];
+	size_t tbytes;
+	struct mw_heap *all_next;	/* every heap ever made */
+	struct mw_heap *free_next;	/* abandoned heaps */
+	int owned;
+};
+
+struct mw_region {
+	uintptr_t base;
+	uintptr_t size;
+};
+
+MW_HIDDEN extern struct mw_region mw_region;
+MW_HIDDEN extern __thread struct mw_heap *mw_tls_heap
+	__attribute__((tls_model("initial-exec")));
+
+static inline int mw_owns(const void *p)
+{
+	return (uintptr_t)p - mw_region.base < mw_region.size;
+}
+
+static inline struct mw_page *mw_page_of(const void *p)
+{
+	return (struct mw_page *)(((uintptr_t)p - 1) & ~(MW_UNIT - 1));
+}
+
+/* 16-byte steps to 128, then four classes per power of two up to 8 KiB. */
+static inline unsigned mw_small_class(size_t n)
+{
+	unsigned bit;
+
+	if (n <= 128)
+		return n ? (unsigned)((n + 15) >> 4) - 1 : 0;
+	bit = 63 - (unsigned)__builtin_clzl(n - 1);
+	return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+}
+
+static inline size_t mw_small_size(unsigned c)
+{
+	unsigned k, bit;
+
+	if (c < 8)
+		return (size_t)(c + 1) << 4;
+	k = c - 8;
+	bit = 7 + k / 4;
+	return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+}
+
+MW_HIDDEN void *mw_malloc_slow(size_t n);
+MW_HIDDEN void mw_free_slow(void *p, struct mw_page *pg);
+
+/* Fast paths, inlined into the interposed symbols. */
+static inline void *mw_malloc_inline(size_t n)
+{
+	struct mw_heap *h = mw_tls_heap;
+
+	if (__builtin_expect(h != NULL && n <= MW_SMALL_MAX, 1)) {
+		struct mw_page *pg = h->cur[mw_small_class(n)];
+		void *b = pg->free;
+
+		if (__builtin_expect(b != NULL, 1)) {
+			pg->free = *(void **)b;
+			pg->used++;
+			return b;
+		}
+	}
+	return mw_malloc_slow(n);
+}
+
+static inline void mw_free_inline(void *p)
+{
+	struct mw_page *pg;
+
+	if (__builtin_expect(!mw_owns(p), 0)) {
+		if (p)
+			mw_free_slow(p, NULL);
+		return;
+	}
+	pg = mw_page_of(p);
+	if (__builtin_expect(pg->kind == MW_KIND_SMALL && pg->heap == mw_tls_heap &&
+			     !pg->has_aligned && !pg->full && pg->used > 1, 1)) {
+		*(void **)p = pg->free;
+		pg->free = p;
+		pg->used--;
+		return;
+	}
+	mw_free_slow(p, pg);
+}
+
+/* Name-shifted allocator (the mw_ names). */
+MW_HIDDEN void *mw_malloc(size_t n);
+MW_HIDDEN void mw_free(void *p);
+MW_HIDDEN void *mw_calloc(size_t n, size_t m);
+MW_HIDDEN void *mw_realloc(void *p, size_t n);
+MW_HIDDEN void *mw_memalign(size_t align, size_t n);
+MW_HIDDEN int mw_posix_memalign(void **out, size_t align, size_t n);
+MW_HIDDEN void *mw_aligned_alloc(size_t align, size_t n);
+MW_HIDDEN void *mw_valloc(size_t n);
+MW_HIDDEN void *mw_pvalloc(size_t n);
+MW_HIDDEN size_t mw_malloc_usable_size(void *p);
+MW_HIDDEN int mw_malloc_trim(size_t pad);
+MW_HIDDEN int mw_mallopt(int param, int value);
+
+/* Reserve the region now (malloc-free); -1 when that is impossible. */
+MW_HIDDEN int mw_alloc_prepare(void);
+
+/* Allocator statistics (relaxed counters). */
+struct mw_alloc_stats {
+	unsigned long releases;		/* times memory went back to the OS */
+	unsigned long released_bytes;
+	unsigned long retained_bytes;	/* freed large spans kept committed */
+	unsigned long retain_limit;
+	unsigned long inuse_large;
+	unsigned long peak_large;
+};
+MW_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
+/* Self-test support: the next free of exactly this pointer bypasses the
+ * retention policy and releases the span (so the release path is seen). */
+MW_HIDDEN void mw_alloc_release_on_free(void *p);
+/* glibc fallbacks for pointers that are not ours (set by install). */
+MW_HIDDEN extern size_t (*mw_libc_usable_size)(void *);
+MW_HIDDEN extern int (*mw_libc_trim)(size_t);
+MW_HIDDEN extern int (*mw_libc_mallopt)(int, int);
+
+#endif /* MW_HOOKS_ALLOC_H */

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading the dynamic sections of loaded objects, malloc-free: symbol lookup
+ * through the GNU (or SysV) hash table, and the relocation tables that the
+ * GOT patcher walks.
+ */
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+#include "hooks/internal.h"
+
+/* ld.so rewrites most d_ptr values to absolute addresses, not all (vdso,
+ * some arches); a value below the load base is still relative. */
+static const void *mw_dptr(uintptr_t base, ElfW(Addr) v)
+{
+	return (const void *)(v < base ? v + base : v);
+}
+
+int mw_elf_from_phdr(struct mw_elf *e, uintptr_t base, const char *name,
+		     const void *phdr_v, int phnum)
+{
+	const ElfW(Phdr) *ph = phdr_v;
+	const ElfW(Dyn) *d = NULL;
+	int i;
+
+	memset(e, 0, sizeof(*e));
+	e->base = base;
+	e->name = name ? name : "";
+	for (i = 0; i < phnum; i++) {
+		if (ph[i].p_type == PT_DYNAMIC)
+			d = (const ElfW(Dyn) *)(base + ph[i].p_vaddr);
+		else if (ph[i].p_type == PT_GNU_RELRO) {
+			e->relro_lo = base + ph[i].p_vaddr;
+			e->relro_hi = e->relro_lo + ph[i].p_memsz;
+		}
+	}
+	if (!d)
+		return -1;
+	for (; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			e->symtab = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			e->strtab = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_GNU_HASH:
+			e->gnu_hash = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_HASH:
+			e->sysv_hash = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			e->jmprel = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			e->jmprel_sz = d->d_un.d_val;
+			break;
+		case DT_RELA:
+			e->rela = mw_dptr(base, d->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			e->rela_sz = d->d_un.d_val;
+			break;
+		}
+	}
+	return e->symtab && e->strtab ? 0 : -1;
+}
+
+static uint32_t mw_gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+static uint32_t mw_sysv_hash(const char *s)
+{
+	uint32_t h = 0, g;
+
+	for (; *s; s++) {
+		h = (h << 4) + (unsigned char)*s;
+		g = h & 0xf0000000;
+		if (g)
+			h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
+}
+
+static uintptr_t mw_sym_ok(const struct mw_elf *e, uint32_t idx,
+			   const char *name, size_t *size)
+{
+	const ElfW(Sym) *s = (const ElfW(Sym) *)e->symtab + idx;
+
+	if (s->st_shndx == SHN_UNDEF || s->st_value == 0 ||
+	    strcmp(e->strtab + s->st_name, name) != 0)
+		return 0;
+	if (size)
+		*size = s->st_size;
+	return e->base + s->st_value;
+}
+
+uintptr_t mw_elf_lookup(const struct mw_elf *e, const char *name, size_t *size)
+{
+	uintptr_t a;
+
+	if (e->gnu_hash) {
+		const uint32_t *h = e->gnu_hash;
+		uint32_t nbuckets = h[0], symoff = h[1], bloom = h[2];
+		const uint32_t *buckets =
+			(const uint32_t *)((const ElfW(Addr) *)(h + 4) + bloom);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t hv = mw_gnu_hash(name), idx;
+
+		if (!nbuckets)
+			return 0;
+		idx = buckets[hv % nbuckets];
+		if (idx < symoff)
+			return 0;
+		for (;; idx++) {
+			uint32_t c = chain[idx - symoff];
+
+			if ((c | 1) == (hv | 1) &&
+			    (a = mw_sym_ok(e, idx, name, size)) != 0)
+				return a;
+			if (c & 1)
+				return 0;
+		}
+	}
+	if (e->sysv_hash) {
+		const uint32_t *h = e->sysv_hash;
+		uint32_t nbucket = h[0], idx;
+		const uint32_t *chain = h + 2 + nbucket;
+
+		for (idx = h[2 + mw_sysv_hash(name) % nbucket]; idx;
+		     idx = chain[idx])
+			if ((a = mw_sym_ok(e, idx, name, size)) != 0)
+				return a;
+	}
+	return 0;
+}
+
+static int mw_find_libc_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	struct mw_elf *e = arg;
+
+	(void)sz;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "libc.so"))
+		return 0;
+	if (mw_elf_from_phdr(e, info->dlpi_addr, info->dlpi_name,
+			     info->dlpi_phdr, info->dlpi_phnum) != 0)
+		return 0;
+	return mw_elf_lookup(e, "__libc_start_main", NULL) ? 1 : 0;
+}
+
+int mw_elf_find_libc(struct mw_elf *e)
+{
+	return dl_iterate_phdr(mw_find_libc_cb, e) == 1 ? 0 : -1;
+}

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GOT relocation. When we are not first in symbol order (linked into an MPI
+ * library that the application links after libc), or an object binds its
+ * references itself (-Bsymbolic, RTLD_DEEPBIND), its calls do not reach our
+ * symbols. So every loaded object's JUMP_SLOT / GLOB_DAT relocations that
+ * name one of the intercepted functions get their GOT entry rewritten to our
+ * function, and dlopen is redirected the same way so that objects loaded
+ * later are rewritten right after they load. ld.so and the vdso are left
+ * alone. Entries already pointing at us are not touched, so this is
+ * idempotent and cheap to repeat.
+ *
+ * Known limit: our dlopen wrapper is the caller libc sees, so a bare file
+ * name is searched with our RUNPATH rather than the caller's.
+ */
+#include <elf.h>
+#include <link.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "hooks/internal.h"
+#include "hooks/raw.h"
+
+#define G_ALLOC 1
+#define G_MEM 2
+
+#define D(f) extern __typeof(f) mw_i_##f MW_HIDDEN
+D(malloc); D(free); D(calloc); D(realloc); D(memalign); D(aligned_alloc);
+D(posix_memalign); D(valloc); D(pvalloc); D(malloc_usable_size);
+D(malloc_trim); D(mallopt);
+#undef D
+
+static const struct {
+	const char *name;
+	void *ours;
+	int group;
+} targets[] = {
+	{ "malloc", (void *)mw_i_malloc, G_ALLOC },
+	{ "free", (void *)mw_i_free, G_ALLOC },
+	{ "calloc", (void *)mw_i_calloc, G_ALLOC },
+	{ "realloc", (void *)mw_i_realloc, G_ALLOC },
+	{ "memalign", (void *)mw_i_memalign, G_ALLOC },
+	{ "aligned_alloc", (void *)mw_i_aligned_alloc, G_ALLOC },
+	{ "posix_memalign", (void *)mw_i_posix_memalign, G_ALLOC },
+	{ "valloc", (void *)mw_i_valloc, G_ALLOC },
+	{ "pvalloc", (void *)mw_i_pvalloc, G_ALLOC },
+	{ "malloc_usable_size", (void *)mw_i_malloc_usable_size, G_ALLOC },
+	{ "malloc_trim", (void *)mw_i_malloc_trim, G_ALLOC },
+	{ "mallopt", (void *)mw_i_mallopt, G_ALLOC },
+	{ "munmap", (void *)mw_i_munmap, G_MEM },
+	{ "mremap", (void *)mw_i_mremap, G_MEM },
+	{ "madvise", (void *)mw_i_madvise, G_MEM },
+	{ "posix_madvise", (void *)mw_i_posix_madvise, G_MEM },
+	{ "mmap", (void *)mw_i_mmap, G_MEM },
+	{ "mmap64", (void *)mw_i_mmap, G_MEM },
+	{ "brk", (void *)mw_i_brk, G_MEM },
+	{ "sbrk", (void *)mw_i_sbrk, G_MEM },
+	{ "shmdt", (void *)mw_i_shmdt, G_MEM },
+	{ "shmat", (void *)mw_i_shmat, G_MEM },
+	{ "dlopen", (void *)mw_i_dlopen, G_MEM },
+};
+
+static unsigned long patched;
+
+static void mw_got_write(const struct mw_elf *e, void **slot, void *val)
+{
+	uintptr_t pg = (uintptr_t)slot & ~(uintptr_t)4095;
+	int relro = (uintptr_t)slot >= e->relro_lo &&
+		    (uintptr_t)slot < e->relro_hi;
+
+	/* RELRO pages are read-only after relocation: open, write, close */
+	if (relro && mw_raw_failed(mw_raw(SYS_mprotect, pg, 4096,
+					  PROT_READ | PROT_WRITE)))
+		return;
+	__atomic_store_n(slot, val, __ATOMIC_RELEASE);
+	if (relro)
+		mw_raw(SYS_mprotect, pg, 4096, PROT_READ);
+	__atomic_fetch_add(&patched, 1, __ATOMIC_RELAXED);
+}
+
+static void mw_got_relocs(const struct mw_elf *e, const void *tab, size_t sz,
+			  int groups)
+{
+	const ElfW(Rela) *r = tab, *end = (const ElfW(Rela) *)((const char *)tab + sz);
+	const ElfW(Sym) *syms = e->symtab;
+
+	if (!r)
+		return;
+	for (; r < end; r++) {
+		unsigned long type = ELF64_R_TYPE(r->r_info);
+		const char *nm;
+		size_t i;
+
+		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+			continue;
+		if (!ELF64_R_SYM(r->r_info))
+			continue;
+		nm = e->strtab + syms[ELF64_R_SYM(r->r_info)].st_name;
+		for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+			void **slot;
+
+			if (!(targets[i].group & groups) ||
+			    strcmp(nm, targets[i].name) != 0)
+				continue;
+			slot = (void **)(e->base + r->r_offset);
+			if (*slot != targets[i].ours)
+				mw_got_write(e, slot, targets[i].ours);
+			break;
+		}
+	}
+}
+
+static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	int groups = *(int *)arg;
+	struct mw_elf e;
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+
+	(void)sz;
+	if (strstr(n, "ld-linux") || strstr(n, "linux-vdso") ||
+	    strstr(n, "/ld-"))
+		return 0;
+	if (mw_elf_from_phdr(&e, info->dlpi_addr, n, info->dlpi_phdr,
+			     info->dlpi_phnum) != 0)
+		return 0;
+	mw_got_relocs(&e, e.jmprel, e.jmprel_sz, groups);
+	mw_got_relocs(&e, e.rela, e.rela_sz, groups);
+	return 0;
+}
+
+int mw_got_install(int alloc, int mem)
+{
+	int groups = (alloc ? G_ALLOC : 0) | (mem ? G_MEM : 0);
+
+	if (!groups || mw_is_static())
+		return 0;
+	dl_iterate_phdr(mw_got_cb, &groups);
+	return 0;
+}
+
+unsigned long mw_got_patched(void)
+{
+	return patched;
+}

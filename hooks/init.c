@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Installation: decide (leave-pinned matrix), then install once and early
+ * (libc entry patches, GOT relocation of every loaded object and of later
+ * dlopens), then run the self-test. The first malloc may arrive before any
+ * constructor, even from ld.so: the decision (mw_early_decide) needs only
+ * the environment array, and until it is readable glibc serves (safe: its
+ * blocks are told apart by address forever).
+ */
+#include <elf.h>
+#include <link.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "hooks/alloc.h"
+#include "hooks/internal.h"
+#include "hooks/raw.h"
+
+extern char **environ;
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
+
+MW_HIDDEN volatile int mw_alloc_mode;
+MW_HIDDEN volatile int mw_hooks_on;
+
+static atomic_int decide_state;		/* 0 no, 1 running, 2 done */
+static int want_hooks, lp_asked;
+static const char *why = "not decided yet";
+
+static atomic_int install_state;	/* 0 no, 1 running, 2 done */
+static int active;
+static unsigned support;
+
+int mw_is_static(void)
+{
+	static int cached = -1;
+	struct mw_elf libc;
+
+	if (cached < 0)
+		cached = !_DYNAMIC || mw_elf_find_libc(&libc) != 0;
+	return cached;
+}
+
+void mw_early_decide(void)
+{
+	int zero = 0;
+	const char *a;
+
+	if (atomic_load_explicit(&decide_state, memory_order_acquire) == 2)
+		return;
+	if (!environ)
+		return;			/* too early: glibc for this call */
+	if (!atomic_compare_exchange_strong(&decide_state, &zero, 1))
+		return;			/* another thread decides; glibc meanwhile */
+	want_hooks = mw_decide(&why, &lp_asked);
+	/* test/diagnostic knob: hooks without our allocator (glibc's stays) */
+	a = mw_env("MMUWATCH_HOOKS_ALLOCATOR");
+	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO) &&
+	    mw_alloc_prepare() == 0)
+		mw_alloc_mode = MW_ALLOC_OURS;
+	else
+		mw_alloc_mode = MW_ALLOC_LIBC;	/* and glibc's stays */
+	mw_hooks_on = want_hooks;
+	atomic_store_explicit(&decide_state, 2, memory_order_release);
+}
+
+void mw_libc_syms(void)
+{
+	struct mw_elf libc;
+
+	if (mw_is_static() || mw_elf_find_libc(&libc) != 0)
+		return;
+	mw_libc_usable_size = (size_t (*)(void *))mw_elf_lookup(
+		&libc, "malloc_usable_size", NULL);
+	mw_libc_trim = (int (*)(size_t))mw_elf_lookup(&libc, "malloc_trim",
+						      NULL);
+	mw_libc_mallopt = (int (*)(int, int))mw_elf_lookup(&libc, "mallopt",
+							   NULL);
+	mw_libc_dlopen = (void *(*)(const char *, int))mw_elf_lookup(
+		&libc, "dlopen", NULL);
+}
+
+static void mw_warn_missing(void)
+{
+	mw_raw_write_str(2, (support & MW_HOOKS_SUPPORT_FREE) ?
+		"mmuwatch: warning: leave-pinned requested but munmap() "
+		"releases are not intercepted here (static link or patching "
+		"failed); cached registrations can go stale - load "
+		"mmuwatch.ko or disable leave-pinned\n" :
+		"mmuwatch: warning: leave-pinned requested but free()/realloc() "
+		"releases are not intercepted (self-test failed); cached "
+		"registrations can go stale - load mmuwatch.ko or disable "
+		"leave-pinned\n");
+}
+
+int mw_hooks_init(void)
+{
+	int zero = 0;
+
+	if (atomic_load_explicit(&install_state, memory_order_acquire) == 2)
+		return active;
+	if (!atomic_compare_exchange_strong(&install_state, &zero, 1)) {
+		while (atomic_load_explicit(&install_state,
+					    memory_order_acquire) != 2)
+			sched_yield();
+		return active;
+	}
+	while (atomic_load(&decide_state) != 2) {
+		mw_early_decide();
+		if (!environ)
+			break;
+		if (atomic_load(&decide_state) == 1)
+			sched_yield();
+	}
+	mw_libc_syms();
+	if (want_hooks) {
+		const char *np = mw_env("MMUWATCH_HOOKS_NO_ENTRY_PATCH");
+
+		if (!(np && mw_lp_parse(np) == MW_LP_YES))
+			mw_patch_libc();
+		np = mw_env("MMUWATCH_HOOKS_NO_GOT");
+		if (!(np && mw_lp_parse(np) == MW_LP_YES))
+			mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
+		support = mw_selftest();
+		/* like Open MPI: a static link cannot be trusted for munmap */
+		if (mw_is_static())
+			support &= ~MW_HOOKS_SUPPORT_MUNMAP;
+		active = 1;
+		if (lp_asked && support != (MW_HOOKS_SUPPORT_FREE |
+					    MW_HOOKS_SUPPORT_MUNMAP))
+			mw_warn_missing();
+	}
+	atomic_store_explicit(&install_state, 2, memory_order_release);
+	return active;
+}
+
+int mw_hooks_active(void)
+{
+	return atomic_load(&install_state) == 2 && active;
+}
+
+unsigned mw_hooks_support(void)
+{
+	return mw_hooks_active() ? support : 0;
+}
+
+const char *mw_hooks_decision(void)
+{
+	return why;
+}
+
+unsigned mw_hooks_patch_conflicts(void)
+{
+	return mw_patch_conflicts();
+}
+
+const char *mw_hooks_patch_name(unsigned bit)
+{
+	return mw_patch_name(bit);
+}
+
+/* Install as early as constructors allow (before the library core's). */
+__attribute__((constructor(101))) static void mw_hooks_ctor(void)
+{
+	mw_hooks_init();
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared internals of hooks/ (all hidden). */
+#ifndef MW_HOOKS_INTERNAL_H
+#define MW_HOOKS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hooks/hooks.h"
+
+/* release.c: every release goes through here, before the operation. */
+MW_HIDDEN void mw_release_notify(uintptr_t start, uintptr_t end,
+				 enum mw_release_kind kind);
+/* Self-test observer: counts releases overlapping [lo, hi). */
+MW_HIDDEN void mw_release_watch(uintptr_t lo, uintptr_t hi);
+MW_HIDDEN unsigned long mw_release_watch_hits(void);
+MW_HIDDEN unsigned long mw_release_count(void);
+
+/* init.c: global state. */
+enum mw_alloc_mode { MW_ALLOC_UNDECIDED = 0, MW_ALLOC_OURS, MW_ALLOC_LIBC };
+MW_HIDDEN extern volatile int mw_alloc_mode;	/* enum mw_alloc_mode */
+MW_HIDDEN extern volatile int mw_hooks_on;	/* callbacks armed */
+MW_HIDDEN void mw_early_decide(void);		/* malloc-free, lazy */
+MW_HIDDEN int mw_is_static(void);
+/* Find glibc's malloc_usable_size/malloc_trim/mallopt/dlopen (malloc-free). */
+MW_HIDDEN void mw_libc_syms(void);
+
+/* decide.c: the leave-pinned matrix. */
+enum mw_lp { MW_LP_UNSET = 0, MW_LP_YES, MW_LP_NO, MW_LP_RUNTIME };
+MW_HIDDEN enum mw_lp mw_lp_parse(const char *v);
+MW_HIDDEN int mw_matrix(enum mw_lp lp, enum mw_lp lpp, int bypass_net);
+MW_HIDDEN int mw_bypass_net_present(void);
+/* Returns 1 = enable, 0 = disable; *why is a static string. asked is set
+ * when leave-pinned was explicitly requested (lp or lpp yes). */
+MW_HIDDEN int mw_decide(const char **why, int *asked);
+MW_HIDDEN const char *mw_env(const char *name);
+
+/* elf.c: walking loaded objects without malloc. */
+struct mw_elf {
+	uintptr_t base;
+	const char *name;
+	const void *symtab;	/* ElfW(Sym) */
+	const char *strtab;
+	const uint32_t *gnu_hash;
+	const uint32_t *sysv_hash;
+	const void *jmprel;	/* ElfW(Rela) */
+	size_t jmprel_sz;
+	const void *rela;
+	size_t rela_sz;
+	uintptr_t relro_lo, relro_hi;
+};
+MW_HIDDEN int mw_elf_from_phdr(struct mw_elf *e, uintptr_t base,
+			       const char *name, const void *phdr, int phnum);
+/* Address and size of a defined symbol, 0 when absent. */
+MW_HIDDEN uintptr_t mw_elf_lookup(const struct mw_elf *e, const char *sym,
+				  size_t *size);
+/* The loaded libc, found by its exported __libc_malloc/_exit. */
+MW_HIDDEN int mw_elf_find_libc(struct mw_elf *e);
+
+/* got.c: GOT relocation in every loaded object and on dlopen. */
+MW_HIDDEN int mw_got_install(int alloc, int mem);
+MW_HIDDEN unsigned long mw_got_patched(void);
+
+/* patch.c: libc entry patching. */
+MW_HIDDEN unsigned mw_patch_libc(void);	/* bitmask of patched functions */
+MW_HIDDEN unsigned mw_patch_conflicts(void);
+MW_HIDDEN const char *mw_patch_name(unsigned bit);
+
+/* interpose.c: our implementations of the release calls (hidden aliases of
+ * the exported symbols, also the targets of GOT and entry patches). */
+#include <sys/types.h>
+MW_HIDDEN int mw_i_munmap(void *a, size_t n);
+MW_HIDDEN void *mw_i_mremap(void *a, size_t o, size_t n, int f, ...);
+MW_HIDDEN int mw_i_madvise(void *a, size_t n, int adv);
+MW_HIDDEN int mw_i_posix_madvise(void *a, size_t n, int adv);
+MW_HIDDEN void *mw_i_mmap(void *a, size_t n, int p, int f, int fd, off_t o);
+MW_HIDDEN int mw_i_brk(void *a);
+MW_HIDDEN void *mw_i_sbrk(intptr_t inc);
+MW_HIDDEN int mw_i_shmdt(const void *a);
+MW_HIDDEN void *mw_i_shmat(int id, const void *a, int f);
+/* the same, reached through a patched libc entry: report MW_RELEASE_LIBC */
+MW_HIDDEN int mw_e_munmap(void *a, size_t n);
+MW_HIDDEN void *mw_e_mremap(void *a, size_t o, size_t n, int f, ...);
+MW_HIDDEN int mw_e_madvise(void *a, size_t n, int adv);
+MW_HIDDEN int mw_e_posix_madvise(void *a, size_t n, int adv);
+MW_HIDDEN void *mw_e_mmap(void *a, size_t n, int p, int f, int fd, off_t o);
+MW_HIDDEN int mw_e_brk(void *a);
+MW_HIDDEN int mw_e_shmdt(const void *a);
+MW_HIDDEN void *mw_e_shmat(int id, const void *a, int f);
+MW_HIDDEN void *mw_i_dlopen(const char *file, int mode);
+MW_HIDDEN extern void *(*mw_libc_dlopen)(const char *, int);
+
+/* selftest.c */
+MW_HIDDEN unsigned mw_selftest(void);
+
+#endif /* MW_HOOKS_INTERNAL_H */

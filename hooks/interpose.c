@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exported interposition symbols. Whoever resolves malloc/free/... or
+ * munmap/mremap/... to us (we are first in symbol order, or the GOT patcher
+ * pointed them here, or libc's own entry jumps here) lands in this file.
+ *
+ * Allocator: ours when the hooks decided so, glibc's __libc_* otherwise; free
+ * and realloc go by address range (a glibc block stays glibc's).
+ * Release calls: report the range to the release path first (only while the
+ * hooks are on), then do the raw system call; never call libc's version
+ * (it may be patched to jump here).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <unistd.h>
+
+#include "hooks/alloc.h"
+#include "hooks/internal.h"
+#include "hooks/raw.h"
+
+#define MW_EXPORT __attribute__((visibility("default")))
+
+/* The hidden aliases at the end name the same functions without glibc's
+ * nothrow/leaf declarations; and arguments glibc declares nonnull are still
+ * checked (callers do pass NULL). */
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+#define MW_PG 4096UL
+#define MW_PGUP(x) (((uintptr_t)(x) + MW_PG - 1) & ~(MW_PG - 1))
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+
+extern void *__libc_malloc(size_t) __attribute__((weak));
+extern void *__libc_calloc(size_t, size_t) __attribute__((weak));
+extern void *__libc_realloc(void *, size_t) __attribute__((weak));
+extern void *__libc_memalign(size_t, size_t) __attribute__((weak));
+extern void *__libc_valloc(size_t) __attribute__((weak));
+extern void *__libc_pvalloc(size_t) __attribute__((weak));
+extern void *__curbrk __attribute__((weak));
+
+static inline int mw_ours(void)
+{
+	if (__builtin_expect(mw_alloc_mode == MW_ALLOC_OURS, 1))
+		return 1;
+	mw_early_decide();
+	/* without glibc's allocator (static link) ours is the only one */
+	return mw_alloc_mode == MW_ALLOC_OURS || !__libc_malloc;
+}
+
+/* ---- allocator ------------------------------------------------------- */
+
+MW_EXPORT void *malloc(size_t n)
+{
+	if (mw_ours())
+		return mw_malloc_inline(n);
+	return __libc_malloc(n);
+}
+
+MW_EXPORT void free(void *p)
+{
+	mw_free_inline(p);
+}
+
+MW_EXPORT void *calloc(size_t n, size_t m)
+{
+	if (mw_ours())
+		return mw_calloc(n, m);
+	return __libc_calloc(n, m);
+}
+
+MW_EXPORT void *realloc(void *p, size_t n)
+{
+	if (p && !mw_owns(p) && __libc_realloc)
+		return __libc_realloc(p, n);
+	if (p || mw_ours())
+		return mw_realloc(p, n);
+	return __libc_realloc(p, n);
+}
+
+MW_EXPORT void *memalign(size_t align, size_t n)
+{
+	if (mw_ours())
+		return mw_memalign(align, n);
+	return __libc_memalign(align, n);
+}
+
+MW_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	return memalign(align, n);
+}
+
+MW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	void *p;
+
+	if (mw_ours())
+		return mw_posix_memalign(out, align, n);
+	if (!out || align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	p = __libc_memalign(align, n);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+MW_EXPORT void *valloc(size_t n)
+{
+	if (mw_ours())
+		return mw_valloc(n);
+	return __libc_valloc(n);
+}
+
+MW_EXPORT void *pvalloc(size_t n)
+{
+	if (mw_ours())
+		return mw_pvalloc(n);
+	return __libc_pvalloc(n);
+}
+
+/* glibc's own versions are looked up lazily if asked before installation */
+MW_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (p && !mw_owns(p) && !mw_libc_usable_size)
+		mw_libc_syms();
+	return mw_malloc_usable_size(p);
+}
+
+MW_EXPORT int malloc_trim(size_t pad)
+{
+	if (!mw_libc_trim)
+		mw_libc_syms();
+	if (mw_ours())
+		return mw_malloc_trim(pad);
+	return mw_libc_trim ? mw_libc_trim(pad) : 0;
+}
+
+MW_EXPORT int mallopt(int param, int value)
+{
+	if (!mw_libc_mallopt)
+		mw_libc_syms();
+	if (mw_ours())
+		return mw_mallopt(param, value);
+	return mw_libc_mallopt ? mw_libc_mallopt(param, value) : 0;
+}
+
+/* ---- release interceptors -------------------------------------------- */
+
+/*
+ * Calls that arrive through a patched libc entry (mw_e_* below) report
+ * MW_RELEASE_LIBC instead of the operation's own kind. The kind travels in a
+ * thread-local set only around such a call.
+ */
+static __thread int mw_via_libc __attribute__((tls_model("initial-exec")));
+
+static inline void mw_note(uintptr_t lo, uintptr_t hi, enum mw_release_kind k)
+{
+	if (mw_hooks_on)
+		mw_release_notify(lo, hi, mw_via_libc ? MW_RELEASE_LIBC : k);
+}
+
+MW_EXPORT int munmap(void *a, size_t n)
+{
+	if (n && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MUNMAP);
+	return (int)mw_raw_ret(mw_raw(SYS_munmap, a, n, 0));
+}
+
+MW_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
+{
+	uintptr_t o = (uintptr_t)old, orl = MW_PGUP(osz), nrl = MW_PGUP(nsz);
+	void *na = NULL;
+	long r;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+
+		va_start(ap, flags);
+		na = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (!mw_hooks_on || (o & (MW_PG - 1)) || !nsz)
+		goto raw;
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
+		/* the target is unmapped first; the old pages move away */
+		if (flags & MREMAP_FIXED)
+			mw_note((uintptr_t)na, (uintptr_t)na + nrl,
+				MW_RELEASE_MREMAP);
+		mw_note(o, o + orl, MW_RELEASE_MREMAP);
+		goto raw;
+	}
+	if (nrl < orl) {		/* shrinking never moves */
+		mw_note(o + nrl, o + orl, MW_RELEASE_MREMAP);
+		goto raw;
+	}
+	if (nrl > orl && (flags & MREMAP_MAYMOVE)) {
+		/* grow in place if the kernel can; only a move releases */
+		r = mw_raw6(SYS_mremap, (long)old, (long)osz, (long)nsz,
+			    flags & ~MREMAP_MAYMOVE, 0, 0);
+		if (!mw_raw_failed(r))
+			return (void *)r;
+		mw_note(o, o + orl, MW_RELEASE_MREMAP);
+	}
+raw:
+	r = mw_raw6(SYS_mremap, (long)old, (long)osz, (long)nsz, flags,
+		    (long)na, 0);
+	return (void *)mw_raw_ret(r);
+}
+
+static int mw_madv_releases(int adv)
+{
+	return adv == MADV_DONTNEED || adv == MADV_FREE || adv == MADV_REMOVE ||
+	       adv == MADV_DONTNEED_LOCKED;
+}
+
+MW_EXPORT int madvise(void *a, size_t n, int adv)
+{
+	if (n && mw_madv_releases(adv) && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MADVISE);
+	return (int)mw_raw_ret(mw_raw(SYS_madvise, a, n, adv));
+}
+
+/* glibc makes POSIX_MADV_DONTNEED a no-op (it would be destructive); we keep
+ * that, and still report it: a spurious invalidation only costs a
+ * re-registration, a missed one corrupts data on another libc. */
+MW_EXPORT int posix_madvise(void *a, size_t n, int adv)
+{
+	long r;
+
+	if (adv == POSIX_MADV_DONTNEED) {
+		if (n && !((uintptr_t)a & (MW_PG - 1)))
+			mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
+				MW_RELEASE_MADVISE);
+		return 0;
+	}
+	r = mw_raw(SYS_madvise, a, n, adv);
+	return mw_raw_failed(r) ? (int)-r : 0;
+}
+
+MW_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+	if (off & (off_t)(MW_PG - 1)) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if ((flags & MAP_FIXED) && n && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
+			MW_RELEASE_MMAP_FIXED);
+	return (void *)mw_raw_ret(mw_raw6(SYS_mmap, (long)a, (long)n, prot,
+					  flags, fd, (long)off));
+}
+
+/* glibc's sbrk caches the break in __curbrk: keep it right. */
+static void *mw_curbrk_static;
+static void **mw_curbrk(void)
+{
+	return &__curbrk ? &__curbrk : &mw_curbrk_static;
+}
+
+MW_EXPORT int brk(void *a)
+{
+	uintptr_t cur = (uintptr_t)mw_raw(SYS_brk, 0, 0, 0);
+	uintptr_t res;
+
+	if ((uintptr_t)a < cur && a)
+		mw_note(MW_PGUP(a), MW_PGUP(cur), MW_RELEASE_BRK);
+	res = (uintptr_t)mw_raw(SYS_brk, a, 0, 0);
+	*mw_curbrk() = (void *)res;
+	if (res < (uintptr_t)a) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+MW_EXPORT void *sbrk(intptr_t inc)
+{
+	void **cb = mw_curbrk();
+	uintptr_t old;
+
+	if (!*cb)
+		*cb = (void *)mw_raw(SYS_brk, 0, 0, 0);
+	old = (uintptr_t)*cb;
+	if (inc == 0)
+		return (void *)old;
+	if ((inc > 0 && old + (uintptr_t)inc < old) ||
+	    (inc < 0 && old < (uintptr_t)-inc)) {
+		errno = ENOMEM;
+		return (void *)-1;
+	}
+	if (brk((void *)(old + (uintptr_t)inc)) < 0)
+		return (void *)-1;
+	return (void *)old;
+}
+
+/* Length of the mapping that starts at a, from /proc/self/maps (raw reads,
+ * a fixed buffer); one page when it cannot be found. */
+static size_t mw_mapping_len(uintptr_t a)
+{
+	char buf[4096];
+	size_t have = 0, len = MW_PG;
+	long fd = mw_raw6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps",
+			  O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	uintptr_t end_prev = 0;
+	unsigned long seg_ino = 0;
+	int found = 0;
+
+	if (mw_raw_failed(fd))
+		return len;
+	for (;;) {
+		long n = mw_raw(SYS_read, fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			/* "lo-hi perms offset dev inode path" */
+			char *f = line;
+			uintptr_t lo = strtoul(f, &f, 16);
+			uintptr_t hi = strtoul(f + 1, &f, 16);
+			unsigned long ino;
+			int i;
+
+			for (i = 0; i < 3 && f < nl; i++) {
+				while (f < nl && *f == ' ')
+					f++;
+				while (f < nl && *f != ' ')
+					f++;
+			}
+			ino = strtoul(f, NULL, 10);
+			/* an attachment split by mprotect shows as adjacent
+			 * VMAs of the same segment (same inode) */
+			if (lo == a) {
+				found = 1;
+				end_prev = hi;
+				seg_ino = ino;
+			} else if (found && lo == end_prev && ino == seg_ino) {
+				end_prev = hi;
+			} else if (found) {
+				goto done;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+	}
+done:
+	mw_raw(SYS_close, fd, 0, 0);
+	return found ? end_prev - a : len;
+}
+
+MW_EXPORT int shmdt(const void *a)
+{
+	if (mw_hooks_on && a && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + mw_mapping_len((uintptr_t)a),
+			MW_RELEASE_SHMDT);
+	return (int)mw_raw_ret(mw_raw(SYS_shmdt, a, 0, 0));
+}
+
+MW_EXPORT void *shmat(int id, const void *a, int flags)
+{
+	if (mw_hooks_on && (flags & SHM_REMAP) && a) {
+		struct shmid_ds ds;
+		uintptr_t at = (uintptr_t)a;
+
+		if (flags & SHM_RND)
+			at &= ~(uintptr_t)(SHMLBA - 1);
+		if (!mw_raw_failed(mw_raw(SYS_shmctl, id, IPC_STAT, &ds)))
+			mw_note(at, at + MW_PGUP(ds.shm_segsz),
+				MW_RELEASE_SHMAT_REMAP);
+	}
+	return (void *)mw_raw_ret(mw_raw(SYS_shmat, id, a, flags));
+}
+
+/* Objects dlopen'ed later get their GOT entries redirected too. The wrapper
+ * is reached only through patched GOT entries (it is not exported). */
+MW_HIDDEN void *(*mw_libc_dlopen)(const char *, int);
+void *mw_i_dlopen(const char *file, int mode)
+{
+	void *h = mw_libc_dlopen ? mw_libc_dlopen(file, mode) : NULL;
+
+	if (h && mw_hooks_on)
+		mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
+	return h;
+}
+
+/* Hidden aliases: the targets of GOT and entry patches (direct addresses). */
+extern __typeof(munmap) mw_i_munmap __attribute__((alias("munmap")));
+extern __typeof(mremap) mw_i_mremap __attribute__((alias("mremap")));
+extern __typeof(madvise) mw_i_madvise __attribute__((alias("madvise")));
+extern __typeof(posix_madvise) mw_i_posix_madvise
+	__attribute__((alias("posix_madvise")));
+extern __typeof(mmap) mw_i_mmap __attribute__((alias("mmap")));
+extern __typeof(mmap) mmap64 __attribute__((alias("mmap"),
+					     visibility("default")));
+extern __typeof(brk) mw_i_brk __attribute__((alias("brk")));
+extern __typeof(sbrk) mw_i_sbrk __attribute__((alias("sbrk")));
+extern __typeof(shmdt) mw_i_shmdt __attribute__((alias("shmdt")));
+extern __typeof(shmat) mw_i_shmat __attribute__((alias("shmat")));
+extern __typeof(malloc) mw_i_malloc __attribute__((alias("malloc")));
+extern __typeof(free) mw_i_free __attribute__((alias("free")));
+extern __typeof(calloc) mw_i_calloc __attribute__((alias("calloc")));
+extern __typeof(realloc) mw_i_realloc __attribute__((alias("realloc")));
+extern __typeof(memalign) mw_i_memalign __attribute__((alias("memalign")));
+extern __typeof(aligned_alloc) mw_i_aligned_alloc
+	__attribute__((alias("aligned_alloc")));
+extern __typeof(posix_memalign) mw_i_posix_memalign
+	__attribute__((alias("posix_memalign")));
+extern __typeof(valloc) mw_i_valloc __attribute__((alias("valloc")));
+extern __typeof(pvalloc) mw_i_pvalloc __attribute__((alias("pvalloc")));
+extern __typeof(malloc_usable_size) mw_i_malloc_usable_size
+	__attribute__((alias("malloc_usable_size")));
+extern __typeof(malloc_trim) mw_i_malloc_trim
+	__attribute__((alias("malloc_trim")));
+extern __typeof(mallopt) mw_i_mallopt __attribute__((alias("mallopt")));
+
+/* Targets of the libc entry patches: same work, reported as MW_RELEASE_LIBC. */
+#define MW_VIA_LIBC(expr)                                                     \
+	do {                                                                  \
+		__typeof__(expr) r_;                                          \
+		int e_;                                                       \
+		mw_via_libc = 1;                                              \
+		r_ = (expr);                                                  \
+		e_ = errno;                                                   \
+		mw_via_libc = 0;                                              \
+		errno = e_;                                                   \
+		return r_;                                                    \
+	} while (0)
+
+int mw_e_munmap(void *a, size_t n)
+{
+	MW_VIA_LIBC(mw_i_munmap(a, n));
+}
+
+int mw_e_madvise(void *a, size_t n, int adv)
+{
+	MW_VIA_LIBC(mw_i_madvise(a, n, adv));
+}
+
+int mw_e_posix_madvise(void *a, size_t n, int adv)
+{
+	MW_VIA_LIBC(mw_i_posix_madvise(a, n, adv));
+}
+
+void *mw_e_mmap(void *a, size_t n, int p, int f, int fd, off_t o)
+{
+	MW_VIA_LIBC(mw_i_mmap(a, n, p, f, fd, o));
+}
+
+void *mw_e_mremap(void *old, size_t osz, size_t nsz, int flags, ...)
+{
+	void *na = NULL;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+
+		va_start(ap, flags);
+		na = va_arg(ap, void *);
+		va_end(ap);
+	}
+	MW_VIA_LIBC(mw_i_mremap(old, osz, nsz, flags, na));
+}
+
+int mw_e_brk(void *a)
+{
+	MW_VIA_LIBC(mw_i_brk(a));
+}
+
+int mw_e_shmdt(const void *a)
+{
+	MW_VIA_LIBC(mw_i_shmdt(a));
+}
+
+void *mw_e_shmat(int id, const void *a, int f)
+{
+	MW_VIA_LIBC(mw_i_shmat(id, a, f));
+}

@@ -1,0 +1,56 @@
+# Host tests and benchmarks of hooks/ (included by hooks/Makefile).
+TCFLAGS := $(CPPFLAGS_COMMON) $(CSTD) $(WARN) -O2 -g -pthread
+ASANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
+PRELOAD := $(TESTBIN)/libmw_hooks_preload.so
+TESTS := $(T)/test_matrix $(T)/test_alloc $(T)/test_alloc_asan \
+	$(T)/test_intercept $(T)/test_intercept_linked $(T)/test_static \
+	$(T)/libmwt_dl.so $(T)/release_count $(PRELOAD) $(T)/test_conflict
+
+# The preload library: the whole archive plus a recording callback.
+$(PRELOAD): tests/preload_cb.c tests/mwtest.h $(ARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $< \
+		-Wl,--whole-archive $(ARCHIVE) -Wl,--no-whole-archive
+
+$(T)/test_matrix: tests/test_matrix.c $(ARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
+
+# The allocator's internals linked directly (no interposition): ASan-able.
+ALLOC_SRC := alloc.c release.c
+$(T)/test_alloc: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
+$(T)/test_alloc_asan: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
+		-o $@ $< $(ALLOC_SRC)
+
+$(T)/test_intercept: tests/test_intercept.c tests/mwtest.h | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -ldl
+# "Linked" install mode: libc comes before the hooks in symbol order.
+$(T)/test_intercept_linked: tests/test_intercept.c $(PRELOAD) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lc -L$(TESTBIN) \
+		-l:libmw_hooks_preload.so -Wl,-rpath,$(TESTBIN) -ldl
+$(T)/test_static: tests/test_static.c $(ARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -static -o $@ $< $(ARCHIVE)
+$(T)/libmwt_dl.so: tests/dl_lib.c | $(T)
+	$(CC) $(TCFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $<
+$(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -ldl
+$(T)/bench_alloc: tests/bench_alloc.c $(ARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
+
+check: all $(TESTS)
+	@T=$(T) PRELOAD=$(PRELOAD) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
+		sh tests/run.sh
+
+bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD)
+	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
+	@o=$$(MMUWATCH_LEAVE_PINNED=1 LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
+	g=$$(MMUWATCH_LEAVE_PINNED=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
+		LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
+	echo "RESULT releases_workload_ours $${o#releases } count" && \
+	echo "RESULT releases_workload_glibc $${g#releases } count"
+
+$(T)/libmwt_patcher.so: tests/patcher_lib.c | $(T)
+	$(CC) $(TCFLAGS) -fPIC -shared -o $@ $< -ldl
+$(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(ARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE) -L$(T) -l:libmwt_patcher.so \
+		-Wl,-rpath,$(T) -ldl

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmmuwatch: memory-registration caching that stays correct when the
+ * application unmaps or replaces memory.
+ *
+ * Three layers, each usable on its own:
+ *   core    mw_init(), the event source (kernel / hooks / none), release
+ *           callbacks, statistics, error codes.
+ *   watch   mw_watch_*(): watch one address range and ask "still valid?"
+ *           with one load (kernel mode) on every use.
+ *   rcache  mw_rcache_*(): a registration cache (lookup by range, refcount,
+ *           leave-pinned LRU) over a registration backend (verbs, io_uring
+ *           fixed buffers, or caller-supplied ops).
+ *
+ * Every function returning int returns MW_OK (0) or a negative MW_E* code;
+ * mw_strerror() names it. All functions are thread-safe unless noted.
+ */
+#ifndef MMUWATCH_MMUWATCH_H
+#define MMUWATCH_MMUWATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MW_API __attribute__((visibility("default")))
+
+#define MW_VERSION_MAJOR 1
+#define MW_VERSION_MINOR 0
+
+/* ---- errors ---------------------------------------------------------- */
+enum mw_error {
+	MW_OK = 0,
+	MW_EINVAL = -1,		/* NULL pointer or zero length */
+	MW_ERANGE = -2,		/* range wraps or leaves user space */
+	MW_EFLAGS = -3,		/* unknown flag bits */
+	MW_ENOMEM = -4,		/* out of memory */
+	MW_EFOREIGN = -5,	/* region not handed out by this cache */
+	MW_EFINALIZED = -6,	/* library already finalized */
+	MW_ENOSYS = -7,		/* not supported by the active event source */
+	MW_EREG = -8,		/* the backend failed to register */
+	MW_ELIMIT = -9,		/* pinned-memory limit (RLIMIT_MEMLOCK) reached */
+	MW_EFORKED = -10,	/* backend not usable in a forked child */
+	MW_EBUSY = -11,		/* object still in use */
+	MW_EDEVICE = -12,	/* /dev/mmuwatch failed unexpectedly */
+	MW_ENOSPC = -13,	/* no free watch slot */
+	MW_ECALLBACKS = -14,	/* too many release callbacks */
+	MW_ERR_MIN = -14
+};
+MW_API const char *mw_strerror(int err);
+
+/* ---- core -------------------------------------------------------------- */
+enum mw_source {
+	MW_SOURCE_NONE = 0,	/* no events: no leave-pinned caching */
+	MW_SOURCE_HOOKS = 1,	/* user-space interception (hooks/) */
+	MW_SOURCE_KERNEL = 2,	/* mmu notifiers via /dev/mmuwatch */
+};
+
+/* Support level: which kinds of release are caught by the active source. */
+#define MW_SUPPORT_MUNMAP	(1U << 0)	/* munmap() through libc */
+#define MW_SUPPORT_FREE		(1U << 1)	/* free()/realloc() returning memory */
+#define MW_SUPPORT_MREMAP	(1U << 2)
+#define MW_SUPPORT_MADVISE	(1U << 3)
+#define MW_SUPPORT_MAP_FIXED	(1U << 4)
+#define MW_SUPPORT_BRK		(1U << 5)
+#define MW_SUPPORT_SHMDT	(1U << 6)
+#define MW_SUPPORT_RAW_SYSCALL	(1U << 7)	/* syscalls bypassing libc */
+#define MW_SUPPORT_FOREIGN	(1U << 8)	/* truncate etc. by other processes */
+#define MW_SUPPORT_MIGRATE	(1U << 9)	/* page migration, compaction */
+#define MW_SUPPORT_HIT_CHECK	(1U << 10)	/* per-hit validity check */
+
+/*
+ * Initialise (idempotent; safe from a constructor and from any thread;
+ * other entry points call it implicitly). The source is chosen here:
+ * MMUWATCH_SOURCE=kernel|hooks|none forces one; otherwise kernel when
+ * /dev/mmuwatch opens, hooks when the hook source is active, else none.
+ */
+MW_API int mw_init(void);
+/* Tear down; afterwards every call returns MW_EFINALIZED. */
+MW_API int mw_finalize(void);
+MW_API enum mw_source mw_source(void);
+MW_API const char *mw_source_name(enum mw_source src);
+MW_API unsigned mw_support(void);		/* MW_SUPPORT_* */
+/* Why this source was chosen (static string). */
+MW_API const char *mw_source_reason(void);
+
+/*
+ * Release callback: receives every invalidated range the library sees:
+ * kernel ring events (from whatever thread drains the ring) and hook
+ * releases (synchronously, inside the intercepted call, before the memory
+ * goes away: it must not allocate, lock, or call into libmmuwatch).
+ */
+typedef void (*mw_release_cb)(void *arg, uintptr_t start, uintptr_t end,
+			      enum mw_source src);
+MW_API int mw_release_cb_add(mw_release_cb cb, void *arg);
+MW_API int mw_release_cb_remove(mw_release_cb cb, void *arg);
+
+/* Deliver pending events now (bounded by max, 0 = all). Returns how many
+ * events were processed, or an error. */
+MW_API int mw_events_progress(unsigned max);
+/* A pollable fd signalling pending kernel events, or MW_ENOSYS. */
+MW_API int mw_event_fd(void);
+
+struct mw_stats {
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t inval_kernel;		/* invalidations from kernel events */
+	uint64_t inval_hooks;		/* invalidations from hook releases */
+	uint64_t inval_scan;		/* found by a word scan after overflow */
+	uint64_t overflows;		/* ring/log overflows recovered */
+	uint64_t evictions;		/* idle regions dropped by the LRU */
+	uint64_t regs;			/* registrations done */
+	uint64_t deregs;
+	uint64_t reg_failed;		/* registrations the backend refused */
+	uint64_t bytes_pinned;		/* currently registered bytes */
+	uint64_t regions;		/* currently registered regions */
+	uint64_t reserved[4];
+};
+MW_API int mw_stats_get(struct mw_stats *st);
+MW_API void mw_stats_print(void *file /* FILE *, NULL = stderr */);
+
+/* ---- watch --------------------------------------------------------------- */
+struct mw_watch;
+/* Called once when the watch is found invalid, from the thread that drains
+ * events, with library locks held: it must not call mw_watch_*(). */
+typedef void (*mw_invalid_cb)(struct mw_watch *w, void *arg);
+
+/* Caller-owned; treat as opaque. Valid while words[slot] == token. */
+struct mw_watch {
+	const volatile uint64_t *word;
+	uint64_t token;
+	uintptr_t start, end;
+	mw_invalid_cb cb;
+	void *arg;
+	uint64_t id;
+	uint32_t slot;
+	uint32_t flags;
+};
+
+/* Watch [start, start+len). MW_ENOSYS with the none source. */
+MW_API int mw_watch_add(struct mw_watch *w, const void *start, size_t len,
+			mw_invalid_cb cb, void *arg);
+/* Watch n ranges (w[i] with starts[i], lens[i]); stops at the first error. */
+MW_API int mw_watch_add_batch(struct mw_watch *const *w,
+			      const void *const *starts, const size_t *lens,
+			      unsigned n, mw_invalid_cb cb, void *arg);
+MW_API int mw_watch_remove(struct mw_watch *w);
+/* 1 while nothing invalidated the range, 0 after. No syscall, no lock in
+ * kernel mode (one load); hooks mode first applies pending hook releases. */
+MW_API int mw_watch_valid(const struct mw_watch *w);
+
+/* ---- registration backends ---------------------------------------------- */
+/* What the cache hands out. Read-only for the caller. */
+struct mw_region {
+	void *addr;		/* registered range, page aligned */
+	size_t len;
+	uint32_t lkey, rkey;	/* verbs */
+	int32_t index;		/* io_uring fixed buffer index, else -1 */
+	void *handle;		/* backend object (struct ibv_mr *, ...) */
+	uint64_t user[4];	/* free for caller-supplied ops */
+};
+
+#define MW_OPS_F_FORK_SAFE 0x1U	/* registrations usable in a fork child */
+struct mw_reg_ops {
+	/* Register [addr, addr+len): fill r->lkey/rkey/index/handle/user. */
+	int (*reg)(void *ctx, void *addr, size_t len, struct mw_region *r);
+	void (*dereg)(void *ctx, struct mw_region *r);
+	void (*destroy)(void *ctx);	/* optional, mw_reg_ops_destroy() */
+	void *ctx;
+	unsigned flags;			/* MW_OPS_F_* */
+};
+struct ibv_pd;
+struct io_uring;
+/* ibv_reg_mr(pd, addr, len, access) per region. */
+MW_API int mw_verbs_ops(struct ibv_pd *pd, int access, struct mw_reg_ops *ops);
+/* Fixed buffers of ring: registers a sparse table of nr_bufs slots now
+ * (io_uring_register_buffers_sparse) and fills one slot per region. */
+MW_API int mw_uring_ops(struct io_uring *ring, unsigned nr_bufs,
+			struct mw_reg_ops *ops);
+MW_API void mw_reg_ops_destroy(struct mw_reg_ops *ops);
+
+/* ---- rcache ------------------------------------------------------------- */
+struct mw_rcache;
+
+/* Test only: ignore invalidations (the negative control of the oracles). */
+#define MW_RCACHE_F_TEST_NO_INVALIDATE	0x80000000U
+#define MW_RCACHE_F_MASK		MW_RCACHE_F_TEST_NO_INVALIDATE
+
+struct mw_rcache_params {
+	const struct mw_reg_ops *ops;	/* copied */
+	size_t max_regions;	/* idle+busy regions kept; 0 = 16384 */
+	size_t max_bytes;	/* registered bytes kept; 0 = no limit but
+				 * RLIMIT_MEMLOCK (always applied) */
+	unsigned flags;		/* MW_RCACHE_F_* */
+};
+MW_API int mw_rcache_create(const struct mw_rcache_params *p,
+			    struct mw_rcache **out);
+/* Destroy; MW_EBUSY while regions are in use. */
+MW_API int mw_rcache_destroy(struct mw_rcache *rc);
+
+#define MW_GET_F_MASK 0U
+/* A region covering [addr, addr+len), with one reference. */
+MW_API int mw_rcache_get(struct mw_rcache *rc, const void *addr, size_t len,
+			 unsigned flags, struct mw_region **out);
+MW_API int mw_rcache_put(struct mw_rcache *rc, struct mw_region *r);
+/* Deregister every idle region; in-use ones go at their last put. */
+MW_API int mw_rcache_flush(struct mw_rcache *rc);
+
+struct mw_rcache_stats {
+	uint64_t hits, misses, invalidations, evictions;
+	uint64_t regions, bytes, busy_regions, zombies;
+	uint64_t max_bytes;	/* effective byte limit in force */
+	uint64_t reserved[3];
+};
+MW_API int mw_rcache_stats(struct mw_rcache *rc, struct mw_rcache_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MMUWATCH_MMUWATCH_H */

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmuwatch: per-open context. Owns the validity words and the event ring,
+ * both made of accounted order-0 pages that the kernel reaches through
+ * vmap() and user space through mmap().
+ */
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include "mmuwatch.h"
+
+/* vm_flags_set() and friends arrived in 6.3 (Kbuild detects them). */
+#ifndef MW_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma,
+				  vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+static int mw_shm_alloc(struct mw_shm *shm, size_t bytes)
+{
+	unsigned int i, n = DIV_ROUND_UP(bytes, PAGE_SIZE);
+
+	shm->pages = kvcalloc(n, sizeof(*shm->pages), MW_GFP);
+	if (!shm->pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		shm->pages[i] = alloc_page(MW_GFP | __GFP_ZERO);
+		if (!shm->pages[i])
+			goto fail;
+		shm->nr_pages = i + 1;
+	}
+	shm->va = vmap(shm->pages, n, VM_MAP, PAGE_KERNEL);
+	if (shm->va)
+		return 0;
+fail:
+	while (shm->nr_pages)
+		__free_page(shm->pages[--shm->nr_pages]);
+	kvfree(shm->pages);
+	shm->pages = NULL;
+	return -ENOMEM;
+}
+
+/* User mappings hold their own page references; these pages outlive us. */
+static void mw_shm_free(struct mw_shm *shm)
+{
+	if (!shm->pages)
+		return;
+	vunmap(shm->va);
+	while (shm->nr_pages)
+		__free_page(shm->pages[--shm->nr_pages]);
+	kvfree(shm->pages);
+	shm->pages = NULL;
+}
+
+struct mw_ctx *mw_ctx_create(void)
+{
+	struct mw_ctx *ctx;
+
+	if (!current->mm)
+		return ERR_PTR(-EINVAL);
+	ctx = kzalloc(sizeof(*ctx), MW_GFP);
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	ctx->mm = current->mm;
+	mmgrab(ctx->mm);
+	ctx->owner_tgid = task_tgid_nr(current);
+	spin_lock_init(&ctx->lock);
+	mutex_init(&ctx->setup_lock);
+	mutex_init(&ctx->read_lock);
+	init_waitqueue_head(&ctx->wq);
+	INIT_LIST_HEAD(&ctx->live);
+	INIT_LIST_HEAD(&ctx->dead);
+	INIT_WORK(&ctx->reap_work, mw_reap_work);
+	atomic64_set(&ctx->nr_filtered, 0);
+	atomic_long_inc(&mw_nr_contexts);
+	return ctx;
+}
+
+void mw_ctx_destroy(struct mw_ctx *ctx)
+{
+	mw_watches_release(ctx);
+	mw_shm_free(&ctx->ring_shm);
+	mw_shm_free(&ctx->words_shm);
+	kvfree(ctx->slots);
+	kvfree(ctx->free_slots);
+	mmdrop(ctx->mm);
+	mutex_destroy(&ctx->setup_lock);
+	mutex_destroy(&ctx->read_lock);
+	kfree(ctx);
+	atomic_long_dec(&mw_nr_contexts);
+}
+
+/* Largest ring SETUP accepts: the parameter rounded down to a power of 2. */
+static u32 mw_ring_cap(void)
+{
+	return rounddown_pow_of_two(READ_ONCE(mw_max_ring_entries));
+}
+
+int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
+{
+	u32 max_words = READ_ONCE(mw_max_watches);
+	u32 max_ring = mw_ring_cap();
+	u32 i;
+	int ret;
+
+	if (!nr_words)
+		nr_words = min(READ_ONCE(mw_default_watches), max_words);
+	else if (nr_words > max_words)
+		return -EINVAL;
+	if (!ring_entries)
+		ring_entries = min_t(u32, max_ring,
+				     roundup_pow_of_two(READ_ONCE(mw_default_ring_entries)));
+	else if (ring_entries > max_ring)
+		return -EINVAL;
+	ring_entries = roundup_pow_of_two(ring_entries);
+
+	mutex_lock(&ctx->setup_lock);
+	ret = -EBUSY;
+	if (ctx->ready)
+		goto out;
+	ret = -ENOMEM;
+	ctx->slots = kvcalloc(nr_words, sizeof(*ctx->slots),
+			      MW_GFP);
+	ctx->free_slots = kvmalloc_array(nr_words, sizeof(*ctx->free_slots),
+					 MW_GFP);
+	if (!ctx->slots || !ctx->free_slots)
+		goto fail;
+	ret = mw_shm_alloc(&ctx->words_shm, (size_t)nr_words * sizeof(u64));
+	if (ret)
+		goto fail;
+	ret = mw_shm_alloc(&ctx->ring_shm, MW_RING_EVENTS_OFF +
+			   (size_t)ring_entries * sizeof(struct mmuwatch_event));
+	if (ret)
+		goto fail;
+
+	/* Slot 0 is handed out first. */
+	for (i = 0; i < nr_words; i++)
+		ctx->free_slots[i] = nr_words - 1 - i;
+	ctx->words = ctx->words_shm.va;
+	ctx->ring = ctx->ring_shm.va;
+	ctx->events = ctx->ring_shm.va + MW_RING_EVENTS_OFF;
+	ctx->ring->entries = ring_entries;
+
+	spin_lock(&ctx->lock);
+	ctx->nr_words = nr_words;
+	ctx->nr_free = nr_words;
+	ctx->ring_entries = ring_entries;
+	spin_unlock(&ctx->lock);
+	/* Pairs with smp_load_acquire() in readers that skip setup_lock. */
+	smp_store_release(&ctx->ready, true);
+	ret = 0;
+	goto out;
+fail:
+	mw_shm_free(&ctx->words_shm);
+	mw_shm_free(&ctx->ring_shm);
+	kvfree(ctx->slots);
+	kvfree(ctx->free_slots);
+	ctx->slots = NULL;
+	ctx->free_slots = NULL;
+out:
+	mutex_unlock(&ctx->setup_lock);
+	return ret;
+}
+
+/* The first WATCH or mmap sets the context up with the defaults. */
+int mw_ctx_ensure_ready(struct mw_ctx *ctx)
+{
+	int ret;
+
+	if (mw_ctx_ready(ctx))
+		return 0;
+	ret = mw_ctx_setup(ctx, 0, 0);
+	return ret == -EBUSY ? 0 : ret;
+}
+
+void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info)
+{
+	bool ready = mw_ctx_ready(ctx);
+
+	memset(info, 0, sizeof(*info));
+	info->abi_version = MMUWATCH_ABI_VERSION;
+	info->features = MMUWATCH_FEAT_BATCH | MMUWATCH_FEAT_RING |
+			 MMUWATCH_FEAT_FDINFO;
+	info->max_watches = ready ? ctx->nr_words : READ_ONCE(mw_max_watches);
+	info->max_ring_entries = mw_ring_cap();
+	info->max_batch = READ_ONCE(mw_max_batch);
+	info->event_size = sizeof(struct mmuwatch_event);
+	info->word_size = sizeof(__u64);
+	info->ring_events_offset = MW_RING_EVENTS_OFF;
+	if (ready) {
+		info->ring_entries = ctx->ring_entries;
+		info->nr_words = ctx->nr_words;
+		info->ring_mmap_size = (u64)ctx->ring_shm.nr_pages << PAGE_SHIFT;
+		info->words_mmap_size = (u64)ctx->words_shm.nr_pages << PAGE_SHIFT;
+	}
+}
+
+/*
+ * Pages are inserted at mmap time; this only serves refaults after user
+ * space zapped them (MADV_DONTNEED). The vma pins the file, so the
+ * context and its pages are alive here.
+ */
+static vm_fault_t mw_vm_fault(struct vm_fault *vmf)
+{
+	struct mw_ctx *ctx = vmf->vma->vm_file->private_data;
+	struct mw_shm *shm = &ctx->ring_shm;
+	pgoff_t idx = vmf->pgoff;
+
+	if (idx >= MMUWATCH_MMAP_WORDS >> PAGE_SHIFT) {
+		shm = &ctx->words_shm;
+		idx -= MMUWATCH_MMAP_WORDS >> PAGE_SHIFT;
+	}
+	if (idx >= shm->nr_pages)
+		return VM_FAULT_SIGBUS;
+	vmf->page = shm->pages[idx];
+	get_page(vmf->page);
+	return 0;
+}
+
+static const struct vm_operations_struct mw_vm_ops = {
+	.fault = mw_vm_fault,
+};
+
+int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma)
+{
+	unsigned long len = vma->vm_end - vma->vm_start;
+	unsigned long i, n = len >> PAGE_SHIFT;
+	struct mw_shm *shm;
+	int ret;
+
+	if (vma->vm_mm != ctx->mm)
+		return -EBADFD;
+	if (vma->vm_pgoff == MMUWATCH_MMAP_RING >> PAGE_SHIFT) {
+		/* The consumer index is written by user space. */
+		if (!(vma->vm_flags & VM_SHARED))
+			return -EINVAL;
+		shm = &ctx->ring_shm;
+	} else if (vma->vm_pgoff == MMUWATCH_MMAP_WORDS >> PAGE_SHIFT) {
+		/* Only the kernel writes validity words. */
+		if (vma->vm_flags & VM_WRITE)
+			return -EACCES;
+		vm_flags_clear(vma, VM_MAYWRITE);
+		shm = &ctx->words_shm;
+	} else {
+		return -EINVAL;
+	}
+	ret = mw_ctx_ensure_ready(ctx);
+	if (ret)
+		return ret;
+	if (n > shm->nr_pages)
+		return -EINVAL;
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &mw_vm_ops;
+	for (i = 0; i < n; i++) {
+		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
+				     shm->pages[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmuwatch: /dev/mmuwatch. Each open is a context bound to the opener's
+ * address space; watched ranges report every change that makes a pinned
+ * registration stale (see include/uapi/mmuwatch.h).
+ */
+#include <linux/compat.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "mmuwatch.h"
+
+struct workqueue_struct *mw_wq;
+
+static int mw_open(struct inode *inode, struct file *file)
+{
+	struct mw_ctx *ctx = mw_ctx_create();
+
+	if (IS_ERR(ctx))
+		return PTR_ERR(ctx);
+	file->private_data = ctx;
+	return stream_open(inode, file);
+}
+
+static int mw_release(struct inode *inode, struct file *file)
+{
+	mw_ctx_destroy(file->private_data);
+	return 0;
+}
+
+static long mw_ioc_info(struct mw_ctx *ctx, void __user *arg)
+{
+	struct mmuwatch_info info;
+
+	mw_ctx_info(ctx, &info);
+	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static long mw_ioc_setup(struct mw_ctx *ctx, void __user *arg)
+{
+	struct mmuwatch_setup s;
+
+	if (copy_from_user(&s, arg, sizeof(s)))
+		return -EFAULT;
+	if (s.flags || s.reserved)
+		return -EINVAL;
+	return mw_ctx_setup(ctx, s.ring_entries, s.nr_words);
+}
+
+/* Watch one range and report slot/token; undo if they cannot be reported. */
+static int mw_watch_user(struct mw_ctx *ctx, struct mmuwatch_range __user *ur)
+{
+	struct mmuwatch_range r;
+	struct mmuwatch_unwatch u = { 0 };
+	int ret;
+
+	if (copy_from_user(&r, ur, sizeof(r)))
+		return -EFAULT;
+	ret = mw_watch_one(ctx, &r);
+	if (ret)
+		return ret;
+	if (put_user(r.slot, &ur->slot) || put_user(r.token, &ur->token)) {
+		u.slot = r.slot;
+		u.token = r.token;
+		mw_unwatch_one(ctx, &u);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int mw_unwatch_user(struct mw_ctx *ctx,
+			   struct mmuwatch_unwatch __user *uu)
+{
+	struct mmuwatch_unwatch u;
+
+	if (copy_from_user(&u, uu, sizeof(u)))
+		return -EFAULT;
+	return mw_unwatch_one(ctx, &u);
+}
+
+static long mw_ioc_batch(struct mw_ctx *ctx, struct mmuwatch_batch __user *ub,
+			 bool watch)
+{
+	struct mmuwatch_batch b;
+	u32 i;
+	int ret = 0;
+
+	if (copy_from_user(&b, ub, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || b.reserved || !b.count)
+		return -EINVAL;
+	if (b.count > READ_ONCE(mw_max_batch))
+		return -E2BIG;
+	for (i = 0; i < b.count; i++) {
+		if (watch)
+			ret = mw_watch_user(ctx, (struct mmuwatch_range __user *)
+					    u64_to_user_ptr(b.ptr) + i);
+		else
+			ret = mw_unwatch_user(ctx, (struct mmuwatch_unwatch __user *)
+					      u64_to_user_ptr(b.ptr) + i);
+		if (ret)
+			break;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	if (put_user(i, &ub->done) && !ret)
+		ret = -EFAULT;
+	return ret;
+}
+
+static long mw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct mw_ctx *ctx = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	/* The context belongs to the opener's mm (not to a forked child). */
+	if (current->mm != ctx->mm)
+		return -EBADFD;
+
+	switch (cmd) {
+	case MMUWATCH_IOC_INFO:
+		return mw_ioc_info(ctx, uarg);
+	case MMUWATCH_IOC_SETUP:
+		return mw_ioc_setup(ctx, uarg);
+	case MMUWATCH_IOC_WATCH:
+		return mw_watch_user(ctx, uarg);
+	case MMUWATCH_IOC_WATCH_BATCH:
+		return mw_ioc_batch(ctx, uarg, true);
+	case MMUWATCH_IOC_UNWATCH:
+		return mw_unwatch_user(ctx, uarg);
+	case MMUWATCH_IOC_UNWATCH_BATCH:
+		return mw_ioc_batch(ctx, uarg, false);
+	case MMUWATCH_IOC_RESET_OVERFLOW:
+		return put_user(mw_ring_reset_overflow(ctx),
+				(__u64 __user *)uarg) ? -EFAULT : 0;
+	}
+	return -ENOTTY;
+}
+
+static int mw_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return mw_ctx_mmap(file->private_data, vma);
+}
+
+static ssize_t mw_read(struct file *file, char __user *buf, size_t count,
+		       loff_t *ppos)
+{
+	return mw_ring_read(file->private_data, buf, count,
+			   file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t mw_poll(struct file *file, struct poll_table_struct *wait)
+{
+	struct mw_ctx *ctx = file->private_data;
+
+	poll_wait(file, &ctx->wq, wait);
+	return mw_ring_poll(ctx);
+}
+
+static const struct file_operations mw_fops = {
+	.owner = THIS_MODULE,
+	.open = mw_open,
+	.release = mw_release,
+	.unlocked_ioctl = mw_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = mw_mmap,
+	.read = mw_read,
+	.poll = mw_poll,
+	.show_fdinfo = mw_show_fdinfo,
+};
+
+static struct miscdevice mw_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "mmuwatch",
+	.fops = &mw_fops,
+};
+
+static int __init mw_init(void)
+{
+	int ret;
+
+	mw_watch_cache = kmem_cache_create("mmuwatch_watch",
+					   sizeof(struct mw_watch), 0,
+					   SLAB_ACCOUNT, NULL);
+	if (!mw_watch_cache)
+		return -ENOMEM;
+	ret = -ENOMEM;
+	mw_wq = alloc_workqueue("mmuwatch", WQ_UNBOUND, 0);
+	if (!mw_wq)
+		goto err_cache;
+	ret = mw_sysfs_init();
+	if (ret)
+		goto err_wq;
+	ret = misc_register(&mw_misc);
+	if (ret)
+		goto err_sysfs;
+	pr_info("mmuwatch %s loaded (abi %d)\n", MW_MODULE_VERSION,
+		MMUWATCH_ABI_VERSION);
+	return 0;
+
+err_sysfs:
+	mw_sysfs_exit();
+err_wq:
+	destroy_workqueue(mw_wq);
+err_cache:
+	kmem_cache_destroy(mw_watch_cache);
+	return ret;
+}
+
+static void __exit mw_exit(void)
+{
+	misc_deregister(&mw_misc);
+	mw_sysfs_exit();
+	/* Every context is gone (fops hold the module); flush leftovers. */
+	destroy_workqueue(mw_wq);
+	kmem_cache_destroy(mw_watch_cache);
+}
+
+module_init(mw_init);
+module_exit(mw_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_VERSION(MW_MODULE_VERSION);
+MODULE_DESCRIPTION("Watch address ranges for changes that make pinned memory registrations stale");
+MODULE_AUTHOR("mmuwatch developers");

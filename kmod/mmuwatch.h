@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mmuwatch: internal declarations shared by the module's source files.
+ */
+#ifndef _MMUWATCH_INTERNAL_H
+#define _MMUWATCH_INTERNAL_H
+
+#include <linux/gfp.h>
+#include <linux/list.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <uapi/mmuwatch.h>
+
+#define MW_MODULE_VERSION "1.0"
+
+/*
+ * Every allocation a user triggers is charged to its memcg and fails with
+ * ENOMEM at the limit, quietly, instead of invoking the OOM killer.
+ */
+#define MW_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/* Events start one cache line into the ring mapping, after the header. */
+#define MW_RING_EVENTS_OFF	64
+
+/* Watch life cycle; every transition happens under ctx->lock. */
+enum mw_state {
+	MW_W_NEW,	/* being inserted by WATCH, word not yet published */
+	MW_W_ACTIVE,	/* word == token */
+	MW_W_DEAD,	/* invalidated; on ctx->dead once WATCH is done */
+	MW_W_DYING,	/* unwatched or context closing; being removed */
+};
+
+struct mw_ctx;
+
+struct mw_watch {
+	struct mmu_interval_notifier mni;
+	struct mw_ctx *ctx;
+	struct list_head node;		/* ctx->live or ctx->dead */
+	unsigned long start;		/* page aligned */
+	unsigned long end;		/* page aligned, exclusive */
+	u64 cookie;
+	u64 token;
+	u32 slot;
+	enum mw_state state;
+};
+
+/* Shared memory object: accounted order-0 pages, vmap'ed for the kernel. */
+struct mw_shm {
+	struct page **pages;
+	unsigned int nr_pages;
+	void *va;
+};
+
+struct mw_ctx {
+	struct mm_struct *mm;		/* mmgrab'ed owner */
+	pid_t owner_tgid;		/* for fdinfo only */
+	spinlock_t lock;		/* watches, slots, ring producer state */
+	struct mutex setup_lock;	/* one SETUP */
+	struct mutex read_lock;		/* one consumer inside read() */
+	wait_queue_head_t wq;
+	bool ready;			/* set up: arrays below are valid */
+	bool closing;
+
+	/* Fixed at setup. */
+	u32 nr_words;
+	u32 ring_entries;
+	struct mw_shm words_shm;
+	struct mw_shm ring_shm;
+	u64 *words;
+	struct mmuwatch_ring *ring;
+	struct mmuwatch_event *events;
+	struct mw_watch **slots;
+	u32 *free_slots;		/* stack of free slot numbers */
+
+	/* Under lock. */
+	u32 nr_free;
+	u32 head;			/* kernel copy of the producer index */
+	u32 rflags;			/* kernel copy of ring flags */
+	u64 lost;			/* kernel copy of ring lost */
+	struct list_head live;		/* NEW and ACTIVE watches */
+	struct list_head dead;		/* DEAD watches awaiting removal */
+	struct work_struct reap_work;
+
+	/* Per-context numbers for fdinfo (under lock). */
+	u64 nr_watched;
+	u64 nr_events;
+	u64 nr_lost;
+	atomic64_t nr_filtered;
+};
+
+/* Global counters (sysfs). Per-cpu so the notifier never shares a line. */
+enum mw_stat {
+	MW_STAT_WATCHES_TOTAL,
+	MW_STAT_UNWATCHES,
+	MW_STAT_EV_UNMAP,
+	MW_STAT_EV_CLEAR,
+	MW_STAT_EV_RELEASE,
+	MW_STAT_EV_MIGRATE,
+	MW_STAT_EV_EXCLUSIVE,
+	MW_STAT_EV_OTHER,
+	MW_STAT_F_PROT_VMA,
+	MW_STAT_F_PROT_PAGE,
+	MW_STAT_F_SOFT_DIRTY,
+	MW_STAT_F_OTHER,
+	MW_STAT_OVERFLOWS,
+	MW_STAT_LOST,
+	MW_NR_STATS
+};
+
+struct mw_stats {
+	u64 v[MW_NR_STATS];
+};
+
+DECLARE_PER_CPU(struct mw_stats, mw_stats);
+
+static inline void mw_stat_inc(enum mw_stat s)
+{
+	this_cpu_inc(mw_stats.v[s]);
+}
+
+static inline bool mw_ctx_ready(struct mw_ctx *ctx)
+{
+	/* Pairs with the release store at the end of setup: arrays valid. */
+	return smp_load_acquire(&ctx->ready);
+}
+
+u64 mw_stat_sum(enum mw_stat s);
+extern atomic_long_t mw_nr_contexts;
+extern atomic_long_t mw_nr_watches;
+extern struct workqueue_struct *mw_wq;
+extern struct kmem_cache *mw_watch_cache;
+
+/* Module parameters (params.c), read with READ_ONCE. */
+extern unsigned int mw_max_watches;
+extern unsigned int mw_default_watches;
+extern unsigned int mw_max_ring_entries;
+extern unsigned int mw_default_ring_entries;
+extern unsigned int mw_max_batch;
+
+/* ctx.c */
+struct mw_ctx *mw_ctx_create(void);
+void mw_ctx_destroy(struct mw_ctx *ctx);
+int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words);
+int mw_ctx_ensure_ready(struct mw_ctx *ctx);
+void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info);
+int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma);
+
+/* watch.c */
+int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r);
+int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u);
+void mw_reap_work(struct work_struct *work);
+void mw_watches_release(struct mw_ctx *ctx);
+
+/* ring.c */
+void mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
+		  unsigned long start, unsigned long end, u32 reason);
+__poll_t mw_ring_poll(struct mw_ctx *ctx);
+ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
+		     bool nonblock);
+u64 mw_ring_reset_overflow(struct mw_ctx *ctx);
+
+/* stats.c */
+int mw_sysfs_init(void);
+void mw_sysfs_exit(void);
+void mw_show_fdinfo(struct seq_file *m, struct file *file);
+
+#endif /* _MMUWATCH_INTERNAL_H */

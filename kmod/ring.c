@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmuwatch: the event ring. The kernel is the only producer and keeps its
+ * own head, flags and lost count; the user-written tail is read, never
+ * trusted: a tail that makes no sense means "full" to the producer.
+ */
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+#include "mmuwatch.h"
+
+/* Called with ctx->lock held; never sleeps, never allocates. */
+void mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
+		  unsigned long start, unsigned long end, u32 reason)
+{
+	struct mmuwatch_ring *ring = ctx->ring;
+	struct mmuwatch_event *ev;
+	/* Pairs with the consumer's release: it is done with older slots. */
+	u32 tail = smp_load_acquire(&ring->tail);
+
+	if (ctx->head - tail >= ctx->ring_entries) {
+		ctx->lost++;
+		ctx->nr_lost++;
+		mw_stat_inc(MW_STAT_LOST);
+		if (!(ctx->rflags & MMUWATCH_RING_F_OVERFLOW)) {
+			ctx->rflags |= MMUWATCH_RING_F_OVERFLOW;
+			mw_stat_inc(MW_STAT_OVERFLOWS);
+		}
+		WRITE_ONCE(ring->lost, ctx->lost);
+		WRITE_ONCE(ring->flags, ctx->rflags);
+		return;
+	}
+	ev = &ctx->events[ctx->head & (ctx->ring_entries - 1)];
+	ev->cookie = w->cookie;
+	ev->start = start;
+	ev->end = end;
+	ev->reason = reason;
+	ev->slot = w->slot;
+	/* Event contents before the index that publishes them. */
+	smp_store_release(&ctx->head, ctx->head + 1);
+	/* Same ordering for consumers of the mapped ring. */
+	smp_store_release(&ring->head, ctx->head);
+}
+
+/* Pending events, or -EIO when the user tail is corrupt. */
+static int mw_ring_pending(struct mw_ctx *ctx, u32 *tail)
+{
+	/* Pairs with the producer's release: events up to head are written. */
+	u32 head = smp_load_acquire(&ctx->head);
+	u32 n;
+
+	*tail = READ_ONCE(ctx->ring->tail);
+	n = head - *tail;
+	return n > ctx->ring_entries ? -EIO : n;
+}
+
+static bool mw_ring_readable(struct mw_ctx *ctx)
+{
+	u32 tail;
+
+	if (!mw_ctx_ready(ctx))
+		return false;
+	return mw_ring_pending(ctx, &tail) ||
+	       (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW);
+}
+
+__poll_t mw_ring_poll(struct mw_ctx *ctx)
+{
+	u32 tail;
+	int n;
+
+	if (!mw_ctx_ready(ctx))
+		return 0;
+	n = mw_ring_pending(ctx, &tail);
+	if (n < 0)
+		return EPOLLIN | EPOLLRDNORM | EPOLLERR;
+	if (n || (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+/* Copy n events starting at tail; the ring may wrap once. */
+static int mw_ring_copy(struct mw_ctx *ctx, char __user *buf, u32 tail, u32 n)
+{
+	u32 idx = tail & (ctx->ring_entries - 1);
+	u32 first = min(n, ctx->ring_entries - idx);
+	size_t esz = sizeof(struct mmuwatch_event);
+
+	if (copy_to_user(buf, &ctx->events[idx], first * esz))
+		return -EFAULT;
+	if (n > first &&
+	    copy_to_user(buf + first * esz, ctx->events, (n - first) * esz))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * read(): whole events only. Pending events first; with none pending and
+ * the overflow flag set, -EOVERFLOW (scan the words, then RESET_OVERFLOW).
+ * Events in [tail, head) are never overwritten by the producer, so they
+ * are copied without the spinlock.
+ */
+ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
+		     bool nonblock)
+{
+	size_t max = count / sizeof(struct mmuwatch_event);
+	u32 tail;
+	int n, ret;
+
+	if (!max)
+		return -EINVAL;
+	if (mutex_lock_interruptible(&ctx->read_lock))
+		return -ERESTARTSYS;
+	for (;;) {
+		n = 0;
+		if (mw_ctx_ready(ctx)) {
+			n = mw_ring_pending(ctx, &tail);
+			if (n)
+				break;
+			if (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW) {
+				n = -EOVERFLOW;
+				break;
+			}
+		}
+		if (nonblock) {
+			n = -EAGAIN;
+			break;
+		}
+		mutex_unlock(&ctx->read_lock);
+		ret = wait_event_interruptible(ctx->wq, mw_ring_readable(ctx));
+		if (ret)
+			return ret;
+		if (mutex_lock_interruptible(&ctx->read_lock))
+			return -ERESTARTSYS;
+	}
+	if (n > 0) {
+		n = min_t(size_t, n, max);
+		ret = mw_ring_copy(ctx, buf, tail, n);
+		if (ret)
+			n = ret;
+		else
+			/* Slots are reusable only after the copy. */
+			smp_store_release(&ctx->ring->tail, tail + n);
+	}
+	mutex_unlock(&ctx->read_lock);
+	return n > 0 ? (ssize_t)n * sizeof(struct mmuwatch_event) : n;
+}
+
+/* Clear the sticky flag, return and zero the lost count, repair the tail. */
+u64 mw_ring_reset_overflow(struct mw_ctx *ctx)
+{
+	u64 lost;
+	u32 tail;
+
+	if (!mw_ctx_ready(ctx))
+		return 0;
+	spin_lock(&ctx->lock);
+	lost = ctx->lost;
+	ctx->lost = 0;
+	ctx->rflags &= ~MMUWATCH_RING_F_OVERFLOW;
+	WRITE_ONCE(ctx->ring->lost, 0);
+	WRITE_ONCE(ctx->ring->flags, ctx->rflags);
+	if (mw_ring_pending(ctx, &tail) < 0)
+		WRITE_ONCE(ctx->ring->tail, ctx->head);
+	spin_unlock(&ctx->lock);
+	return lost;
+}

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmuwatch: global counters in /sys/kernel/mmuwatch/ and per-context
+ * numbers in /proc/<pid>/fdinfo/<fd>.
+ */
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/kobject.h>
+#include <linux/seq_file.h>
+#include <linux/sysfs.h>
+#include "mmuwatch.h"
+
+DEFINE_PER_CPU(struct mw_stats, mw_stats);
+atomic_long_t mw_nr_contexts = ATOMIC_LONG_INIT(0);
+atomic_long_t mw_nr_watches = ATOMIC_LONG_INIT(0);
+
+u64 mw_stat_sum(enum mw_stat s)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu(mw_stats, cpu).v[s]);
+	return sum;
+}
+
+struct mw_attr {
+	struct kobj_attribute attr;
+	enum mw_stat stat;
+};
+
+static ssize_t mw_counter_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	struct mw_attr *a = container_of(attr, struct mw_attr, attr);
+
+	return sysfs_emit(buf, "%llu\n", mw_stat_sum(a->stat));
+}
+
+#define MW_COUNTER(_name, _stat) \
+	{ .attr = __ATTR(_name, 0444, mw_counter_show, NULL), .stat = _stat }
+
+static struct mw_attr mw_counters[] = {
+	MW_COUNTER(watches_total, MW_STAT_WATCHES_TOTAL),
+	MW_COUNTER(unwatches, MW_STAT_UNWATCHES),
+	MW_COUNTER(events_unmap, MW_STAT_EV_UNMAP),
+	MW_COUNTER(events_clear, MW_STAT_EV_CLEAR),
+	MW_COUNTER(events_release, MW_STAT_EV_RELEASE),
+	MW_COUNTER(events_migrate, MW_STAT_EV_MIGRATE),
+	MW_COUNTER(events_exclusive, MW_STAT_EV_EXCLUSIVE),
+	MW_COUNTER(events_other, MW_STAT_EV_OTHER),
+	MW_COUNTER(filtered_protection_vma, MW_STAT_F_PROT_VMA),
+	MW_COUNTER(filtered_protection_page, MW_STAT_F_PROT_PAGE),
+	MW_COUNTER(filtered_soft_dirty, MW_STAT_F_SOFT_DIRTY),
+	MW_COUNTER(filtered_other, MW_STAT_F_OTHER),
+	MW_COUNTER(overflows, MW_STAT_OVERFLOWS),
+	MW_COUNTER(lost_events, MW_STAT_LOST),
+};
+
+static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "abi=%d module=%s\n", MMUWATCH_ABI_VERSION,
+			  MW_MODULE_VERSION);
+}
+
+static ssize_t contexts_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_contexts));
+}
+
+static ssize_t watches_active_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_watches));
+}
+
+static struct kobj_attribute mw_version_attr = __ATTR_RO(version);
+static struct kobj_attribute mw_contexts_attr = __ATTR_RO(contexts);
+static struct kobj_attribute mw_watches_active_attr = __ATTR_RO(watches_active);
+
+static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 4];
+static const struct attribute_group mw_group = { .attrs = mw_attrs };
+static struct kobject *mw_kobj;
+
+int mw_sysfs_init(void)
+{
+	unsigned int i, n = 0;
+	int ret;
+
+	mw_attrs[n++] = &mw_version_attr.attr;
+	mw_attrs[n++] = &mw_contexts_attr.attr;
+	mw_attrs[n++] = &mw_watches_active_attr.attr;
+	for (i = 0; i < ARRAY_SIZE(mw_counters); i++)
+		mw_attrs[n++] = &mw_counters[i].attr.attr;
+	mw_attrs[n] = NULL;
+
+	mw_kobj = kobject_create_and_add("mmuwatch", kernel_kobj);
+	if (!mw_kobj)
+		return -ENOMEM;
+	ret = sysfs_create_group(mw_kobj, &mw_group);
+	if (ret)
+		kobject_put(mw_kobj);
+	return ret;
+}
+
+void mw_sysfs_exit(void)
+{
+	sysfs_remove_group(mw_kobj, &mw_group);
+	kobject_put(mw_kobj);
+}
+
+void mw_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct mw_ctx *ctx = file->private_data;
+	u32 entries = 0, head = 0, tail = 0, flags = 0, words = 0, used = 0;
+	u64 watched, events, lost_now = 0, lost;
+
+	spin_lock(&ctx->lock);
+	if (ctx->ready) {
+		entries = ctx->ring_entries;
+		head = ctx->head;
+		tail = READ_ONCE(ctx->ring->tail);
+		flags = ctx->rflags;
+		lost_now = ctx->lost;
+		words = ctx->nr_words;
+		used = ctx->nr_words - ctx->nr_free;
+	}
+	watched = ctx->nr_watched;
+	events = ctx->nr_events;
+	lost = ctx->nr_lost;
+	spin_unlock(&ctx->lock);
+
+	seq_printf(m, "mmuwatch-abi:\t%d\n", MMUWATCH_ABI_VERSION);
+	seq_printf(m, "mmuwatch-owner-tgid:\t%d\n", ctx->owner_tgid);
+	seq_printf(m, "mmuwatch-words:\t%u\n", words);
+	seq_printf(m, "mmuwatch-slots-used:\t%u\n", used);
+	seq_printf(m, "mmuwatch-ring-entries:\t%u\n", entries);
+	seq_printf(m, "mmuwatch-ring-head:\t%u\n", head);
+	seq_printf(m, "mmuwatch-ring-tail:\t%u\n", tail);
+	seq_printf(m, "mmuwatch-ring-overflow:\t%u\n",
+		   !!(flags & MMUWATCH_RING_F_OVERFLOW));
+	seq_printf(m, "mmuwatch-ring-lost:\t%llu\n", lost_now);
+	seq_printf(m, "mmuwatch-watches-total:\t%llu\n", watched);
+	seq_printf(m, "mmuwatch-events:\t%llu\n", events);
+	seq_printf(m, "mmuwatch-lost-total:\t%llu\n", lost);
+	seq_printf(m, "mmuwatch-filtered:\t%lld\n",
+		   (long long)atomic64_read(&ctx->nr_filtered));
+}

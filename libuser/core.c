@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libmmuwatch core: initialisation, choice of the event source, finalize
+ * and fork handling.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hooks/hooks.h"
+#include "libuser/internal.h"
+#include "rcache/internal.h"
+
+/* The hooks archive is optional at link time: weak references. */
+extern int mw_hooks_init(void) __attribute__((weak));
+extern unsigned mw_hooks_support(void) __attribute__((weak));
+extern const char *mw_hooks_decision(void) __attribute__((weak));
+extern void mw_hooks_set_release_cb(mw_release_fn fn) __attribute__((weak));
+
+struct mwu_core mwu_core = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+struct mwu_fast mwu_fast;
+const uint64_t mwu_dead_word = 1; /* odd: never equals a token */
+
+static int init_error;
+
+/* The hook release callback: runs inside free()/munmap()/..., in any thread,
+ * before the memory goes. Lock-free and malloc-free. */
+static void on_hook_release(uintptr_t start, uintptr_t end,
+			    enum mw_release_kind kind)
+{
+	(void)kind;
+	mwu_soft_release(start, end);
+	mwu_release_deliver(start, end, MW_SOURCE_HOOKS);
+}
+
+static int hooks_available(void)
+{
+	return mw_hooks_init && mw_hooks_init() == 1;
+}
+
+static unsigned hooks_support_bits(void)
+{
+	unsigned h = mw_hooks_support ? mw_hooks_support() : 0, s = 0;
+
+	if (h & MW_HOOKS_SUPPORT_MUNMAP)
+		s |= MW_SUPPORT_MUNMAP | MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE |
+		     MW_SUPPORT_MAP_FIXED | MW_SUPPORT_BRK | MW_SUPPORT_SHMDT;
+	if (h & MW_HOOKS_SUPPORT_FREE)
+		s |= MW_SUPPORT_FREE;
+	return s;
+}
+
+#define MW_SUPPORT_ALL_KERNEL (MW_SUPPORT_MUNMAP | MW_SUPPORT_FREE | \
+	MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE | MW_SUPPORT_MAP_FIXED | \
+	MW_SUPPORT_BRK | MW_SUPPORT_SHMDT | MW_SUPPORT_RAW_SYSCALL | \
+	MW_SUPPORT_FOREIGN | MW_SUPPORT_MIGRATE | MW_SUPPORT_HIT_CHECK)
+
+static int use_kernel(const char *why)
+{
+	int ret = mwu_kernel_open();
+
+	if (ret)
+		return ret;
+	mwu_core.source = MW_SOURCE_KERNEL;
+	mwu_core.support = MW_SUPPORT_ALL_KERNEL;
+	mwu_core.reason = why;
+	return 0;
+}
+
+static int use_hooks(const char *why)
+{
+	int ret;
+
+	if (!hooks_available())
+		return MW_ENOSYS;
+	ret = mwu_soft_open();
+	if (ret)
+		return ret;
+	mw_hooks_set_release_cb(on_hook_release);
+	mwu_core.source = MW_SOURCE_HOOKS;
+	mwu_core.support = hooks_support_bits() | MW_SUPPORT_HIT_CHECK;
+	mwu_core.reason = why;
+	return 0;
+}
+
+static void use_none(const char *why)
+{
+	mwu_core.source = MW_SOURCE_NONE;
+	mwu_core.support = 0;
+	mwu_core.reason = why;
+}
+
+static int choose_source(void)
+{
+	const char *env = getenv("MMUWATCH_SOURCE");
+
+	if (env && *env) {
+		if (!strcmp(env, "kernel")) {
+			if (use_kernel("forced by MMUWATCH_SOURCE=kernel"))
+				return MW_EDEVICE;
+		} else if (!strcmp(env, "hooks")) {
+			if (use_hooks("forced by MMUWATCH_SOURCE=hooks"))
+				return MW_ENOSYS;
+		} else if (!strcmp(env, "none")) {
+			use_none("forced by MMUWATCH_SOURCE=none");
+		} else {
+			mwu_log(MWU_LOG_ERR, "MMUWATCH_SOURCE=%s: want kernel, hooks or none", env);
+			return MW_EINVAL;
+		}
+		return 0;
+	}
+	if (!use_kernel("/dev/mmuwatch opened"))
+		return 0;
+	if (!use_hooks("no /dev/mmuwatch; hooks active"))
+		return 0;
+	use_none(mw_hooks_init ? "no /dev/mmuwatch; hooks inactive" :
+		 "no /dev/mmuwatch; hooks not linked");
+	return 0;
+}
+
+static void atfork_prepare(void)
+{
+	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return;
+	mwu_sinks_atfork_prepare();
+	pthread_mutex_lock(&mwu_core.lock);
+	mwr_pool_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return;
+	mwr_pool_atfork_parent();
+	pthread_mutex_unlock(&mwu_core.lock);
+	mwu_sinks_atfork_parent();
+}
+
+/* The child: purge every cache (their registrations belong to the parent)
+ * and re-open the device (the inherited context answers EBADFD). */
+static void atfork_child(void)
+{
+	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return;
+	mwr_pool_atfork_child();
+	mwr_refs_atfork_child();
+	pthread_mutex_init(&mwu_core.lock, NULL);
+	mwu_stats_atfork_child();
+	mwu_helper_atfork_child();
+	if (mwu_core.source == MW_SOURCE_KERNEL)
+		mwu_kernel_atfork_child();
+	else if (mwu_core.source == MW_SOURCE_HOOKS)
+		mwu_soft_atfork_child();
+	mwu_sinks_atfork_child();
+}
+
+int mwu_ready_slow(void)
+{
+	int st = __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE);
+
+	if (st == MWU_READY)
+		return 0;
+	if (st == MWU_FINALIZED)
+		return MW_EFINALIZED;
+	return mw_init();
+}
+
+MW_API int mw_init(void)
+{
+	static int atfork_done;
+	int st = MWU_UNINIT;
+
+	if (__atomic_compare_exchange_n(&mwu_core.state, &st, MWU_INITING, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		mwu_core.log_level = mwu_log_level_from_env();
+		const char *h = getenv("MMUWATCH_HELPER");
+
+		mwu_core.helper_enabled = !(h && !strcmp(h, "0"));
+		init_error = choose_source();
+		if (!init_error && !atfork_done) {
+			pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+			atfork_done = 1;
+		}
+		if (!init_error)
+			mwu_log(MWU_LOG_INFO, "source %s (%s)",
+				mw_source_name(mwu_core.source), mwu_core.reason);
+		/* A failed init stays failed: same answer for every caller. */
+		__atomic_store_n(&mwu_core.state,
+				 init_error ? MWU_FINALIZED : MWU_READY,
+				 __ATOMIC_RELEASE);
+		return init_error;
+	}
+	/* Another thread is initialising: wait for it (no allocation). */
+	while ((st = __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE)) ==
+	       MWU_INITING)
+		sched_yield();
+	if (st == MWU_FINALIZED)
+		return init_error ? init_error : MW_EFINALIZED;
+	return 0;
+}
+
+MW_API int mw_finalize(void)
+{
+	int ret = mwu_ready();
+
+	if (ret)
+		return ret;
+	mwu_helper_stop();
+	pthread_mutex_lock(&mwu_core.lock);
+	__atomic_store_n(&mwu_core.state, MWU_FINALIZED, __ATOMIC_RELEASE);
+	if (mwu_core.source == MW_SOURCE_KERNEL)
+		mwu_kernel_close();
+	else if (mwu_core.source == MW_SOURCE_HOOKS) {
+		mw_hooks_set_release_cb(NULL);
+		mwu_soft_close();
+	}
+	pthread_mutex_unlock(&mwu_core.lock);
+	return 0;
+}
+
+MW_API enum mw_source mw_source(void)
+{
+	return mwu_ready() ? MW_SOURCE_NONE : mwu_core.source;
+}
+
+MW_API const char *mw_source_name(enum mw_source src)
+{
+	switch (src) {
+	case MW_SOURCE_NONE: return "none";
+	case MW_SOURCE_HOOKS: return "hooks";
+	case MW_SOURCE_KERNEL: return "kernel";
+	}
+	return "unknown";
+}
+
+MW_API unsigned mw_support(void)
+{
+	return mwu_ready() ? 0 : mwu_core.support;
+}
+
+MW_API const char *mw_source_reason(void)
+{
+	int ret = mwu_ready();
+
+	if (ret)
+		return mw_strerror(ret);
+	return mwu_core.reason;
+}
+
+MW_API const char *mw_strerror(int err)
+{
+	switch (err) {
+	case MW_OK: return "success";
+	case MW_EINVAL: return "invalid argument (NULL pointer or zero length)";
+	case MW_ERANGE: return "address range wraps or leaves user space";
+	case MW_EFLAGS: return "unknown flags";
+	case MW_ENOMEM: return "out of memory";
+	case MW_EFOREIGN: return "region does not belong to this cache";
+	case MW_EFINALIZED: return "library finalized (or failed to initialise)";
+	case MW_ENOSYS: return "not supported by the active event source";
+	case MW_EREG: return "memory registration failed";
+	case MW_ELIMIT: return "pinned-memory limit reached";
+	case MW_EFORKED: return "backend not usable in a forked child";
+	case MW_EBUSY: return "still in use";
+	case MW_EDEVICE: return "/dev/mmuwatch error";
+	case MW_ENOSPC: return "no free watch slot";
+	case MW_ECALLBACKS: return "too many release callbacks";
+	}
+	return "unknown error code";
+}

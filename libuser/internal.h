@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of libmmuwatch shared by libuser/ and rcache/ (all hidden). */
+#ifndef MWU_INTERNAL_H
+#define MWU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mmuwatch/mmuwatch.h"
+
+#define MWU_HIDDEN __attribute__((visibility("hidden")))
+#define mwu_likely(x) __builtin_expect(!!(x), 1)
+#define mwu_unlikely(x) __builtin_expect(!!(x), 0)
+#define MWU_CACHELINE 64
+
+/* ---- core state (core.c) ---- */
+enum mwu_state { MWU_UNINIT = 0, MWU_INITING, MWU_READY, MWU_FINALIZED };
+struct mwu_core {
+	int state;			/* enum mwu_state, atomic */
+	enum mw_source source;
+	unsigned support;
+	const char *reason;
+	pthread_mutex_t lock;		/* watch table, ring, log consumer */
+	int log_level;
+	int helper_enabled;
+};
+MWU_HIDDEN extern struct mwu_core mwu_core;
+
+/* Hooks-mode log positions, read on every hit (kernel mode: both stay 0). */
+struct mwu_fast {
+	uint64_t head __attribute__((aligned(MWU_CACHELINE)));
+	uint64_t applied __attribute__((aligned(MWU_CACHELINE)));
+};
+MWU_HIDDEN extern struct mwu_fast mwu_fast;
+
+/* 0 when ready; else MW_EFINALIZED or an init error. */
+MWU_HIDDEN int mwu_ready_slow(void);
+static inline int mwu_ready(void)
+{
+	if (mwu_likely(__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_READY))
+		return 0;
+	return mwu_ready_slow();
+}
+
+/* ---- log (log.c) ---- */
+enum { MWU_LOG_ERR = 0, MWU_LOG_WARN, MWU_LOG_INFO, MWU_LOG_DEBUG };
+MWU_HIDDEN void mwu_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+MWU_HIDDEN int mwu_log_level_from_env(void);
+
+/* ---- watches (watch.c, kernel.c, soft.c) ---- */
+/* Apply pending hook releases (hooks mode). Cheap when nothing is pending. */
+MWU_HIDDEN void mwu_soft_drain(void);
+static inline int mwu_watch_valid(const struct mw_watch *w)
+{
+	if (mwu_unlikely(__atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE) !=
+			 __atomic_load_n(&mwu_fast.applied, __ATOMIC_RELAXED)))
+		mwu_soft_drain();
+	return __atomic_load_n(w->word, __ATOMIC_ACQUIRE) == w->token;
+}
+/* Always-invalid word: watches of a dead context point here. */
+MWU_HIDDEN extern const uint64_t mwu_dead_word;
+
+/* Kernel source. */
+MWU_HIDDEN int mwu_kernel_open(void);		/* 0 or MW_E* */
+MWU_HIDDEN void mwu_kernel_close(void);
+MWU_HIDDEN void mwu_kernel_atfork_child(void);
+MWU_HIDDEN int mwu_kernel_watch(struct mw_watch *const *w, unsigned n);
+MWU_HIDDEN int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n);
+MWU_HIDDEN int mwu_kernel_drain(unsigned max);	/* core lock held */
+MWU_HIDDEN int mwu_kernel_fd(void);
+
+/* Hooks source. */
+MWU_HIDDEN int mwu_soft_open(void);
+MWU_HIDDEN void mwu_soft_close(void);
+MWU_HIDDEN void mwu_soft_atfork_child(void);
+MWU_HIDDEN int mwu_soft_watch(struct mw_watch *w);
+MWU_HIDDEN int mwu_soft_unwatch(struct mw_watch *w);
+MWU_HIDDEN int mwu_soft_drain_locked(unsigned max);	/* core lock held */
+MWU_HIDDEN void mwu_soft_release(uintptr_t start, uintptr_t end);
+
+/* Release callbacks (callbacks.c). */
+MWU_HIDDEN void mwu_release_deliver(uintptr_t start, uintptr_t end,
+				    enum mw_source src);
+
+/* ---- sinks: caches the helper thread and fork handling walk (sinks.c) ---- */
+struct mwu_sink {
+	struct mwu_sink *next;
+	/* Bounded deferred work (deregistrations); returns work left > 0. */
+	int (*drain)(struct mwu_sink *s, unsigned max);
+	void (*atfork_prepare)(struct mwu_sink *s);
+	void (*atfork_parent)(struct mwu_sink *s);
+	void (*atfork_child)(struct mwu_sink *s);
+};
+MWU_HIDDEN void mwu_sink_add(struct mwu_sink *s);
+MWU_HIDDEN void mwu_sink_remove(struct mwu_sink *s);
+MWU_HIDDEN void mwu_sinks_atfork_prepare(void);
+MWU_HIDDEN void mwu_sinks_atfork_parent(void);
+MWU_HIDDEN void mwu_sinks_atfork_child(void);
+/* Helper thread (helper.c): started lazily when the first sink appears. */
+MWU_HIDDEN void mwu_helper_start(void);
+MWU_HIDDEN void mwu_helper_stop(void);
+MWU_HIDDEN void mwu_helper_atfork_child(void);
+/* One bounded round of event and deferred work (helper and API calls). */
+MWU_HIDDEN int mwu_progress_round(unsigned max_events, unsigned max_sink);
+
+/* ---- statistics (stats.c) ---- */
+enum mwu_stat {
+	MWU_ST_MISSES, MWU_ST_INVAL_KERNEL, MWU_ST_INVAL_HOOKS,
+	MWU_ST_INVAL_SCAN, MWU_ST_OVERFLOWS, MWU_ST_EVICTIONS, MWU_ST_REGS,
+	MWU_ST_DEREGS, MWU_ST_REG_FAILED, MWU_ST_BYTES, MWU_ST_REGIONS,
+	MWU_ST_NR
+};
+MWU_HIDDEN extern uint64_t mwu_stat[MWU_ST_NR];
+static inline void mwu_stat_add(enum mwu_stat s, int64_t v)
+{
+	__atomic_fetch_add(&mwu_stat[s], (uint64_t)v, __ATOMIC_RELAXED);
+}
+/* Hits are per thread: a shared counter would bounce on every hit. */
+struct mwu_tstat {
+	uint64_t hits;
+	struct mwu_tstat *next;
+	int linked;
+};
+MWU_HIDDEN extern __thread struct mwu_tstat mwu_tstat
+	__attribute__((tls_model("initial-exec")));
+MWU_HIDDEN void mwu_tstat_link(void);
+static inline void mwu_count_hit(void)
+{
+	if (mwu_unlikely(!mwu_tstat.linked))
+		mwu_tstat_link();
+	__atomic_store_n(&mwu_tstat.hits, mwu_tstat.hits + 1, __ATOMIC_RELAXED);
+}
+MWU_HIDDEN void mwu_stats_atfork_child(void);
+
+/* Range validation shared by the API: MW_OK or an error. User space ends
+ * below 2^47 (4-level paging) or 2^56 (5-level); wrapping or larger
+ * ranges are refused. */
+static inline int mwu_check_range(const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (!addr || !len)
+		return MW_EINVAL;
+	if (a + len < a || a + len > (1ULL << 56))
+		return MW_ERANGE;
+	return 0;
+}
+
+#endif /* MWU_INTERNAL_H */

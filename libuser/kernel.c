@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernel event source: one /dev/mmuwatch context per process, its validity
+ * words and event ring mapped here. Every function but open/close runs with
+ * mwu_core.lock held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "uapi/mmuwatch.h"
+#include "libuser/internal.h"
+
+/* Who owns each slot, so that stale ring events (cookie != id) are ignored. */
+struct kslot {
+	struct mw_watch *w;
+	uint64_t id;
+};
+
+static struct {
+	int fd;
+	struct mmuwatch_info info;
+	struct mmuwatch_ring *ring;
+	struct mmuwatch_event *events;
+	const volatile uint64_t *words;
+	struct kslot *slots;
+	size_t slots_size;
+	uint64_t next_id;
+	uint32_t tail;
+} K = { .fd = -1 };
+
+static unsigned env_uint(const char *name, unsigned def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtoul(v, &end, 0);
+	return (*end || !x || x > (1UL << 24)) ? def : (unsigned)x;
+}
+
+static void unmap_all(void)
+{
+	if (K.ring)
+		munmap(K.ring, K.info.ring_mmap_size);
+	if (K.words)
+		munmap((void *)K.words, K.info.words_mmap_size);
+	if (K.slots)
+		munmap(K.slots, K.slots_size);
+	K.ring = NULL;
+	K.words = NULL;
+	K.slots = NULL;
+	K.events = NULL;
+}
+
+int mwu_kernel_open(void)
+{
+	struct mmuwatch_setup su = { 0 };
+	struct mmuwatch_info info;
+	void *p;
+	int fd;
+
+	fd = open(MMUWATCH_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return MW_EDEVICE;
+	if (ioctl(fd, MMUWATCH_IOC_INFO, &info) ||
+	    info.abi_version != MMUWATCH_ABI_VERSION ||
+	    info.event_size != sizeof(struct mmuwatch_event) ||
+	    info.word_size != sizeof(uint64_t)) {
+		mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: ABI mismatch, not used");
+		goto fail;
+	}
+	/* Enough words for a large cache; the module caps at max_watches. */
+	su.nr_words = env_uint("MMUWATCH_WATCHES", 1U << 18);
+	if (su.nr_words > info.max_watches)
+		su.nr_words = info.max_watches;
+	su.ring_entries = env_uint("MMUWATCH_RING", 1U << 14);
+	if (su.ring_entries > info.max_ring_entries)
+		su.ring_entries = info.max_ring_entries;
+	if (ioctl(fd, MMUWATCH_IOC_SETUP, &su) && errno != EBUSY) {
+		mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: SETUP: %s", strerror(errno));
+		goto fail;
+	}
+	if (ioctl(fd, MMUWATCH_IOC_INFO, &info) || !info.nr_words ||
+	    !info.ring_entries)
+		goto fail;
+	K.info = info;
+	K.fd = fd;
+	p = mmap(NULL, info.ring_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, MMUWATCH_MMAP_RING);
+	if (p == MAP_FAILED)
+		goto fail_unmap;
+	K.ring = p;
+	K.events = (void *)((char *)p + info.ring_events_offset);
+	p = mmap(NULL, info.words_mmap_size, PROT_READ, MAP_SHARED, fd,
+		 MMUWATCH_MMAP_WORDS);
+	if (p == MAP_FAILED)
+		goto fail_unmap;
+	K.words = p;
+	K.slots_size = (size_t)info.nr_words * sizeof(struct kslot);
+	p = mmap(NULL, K.slots_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		goto fail_unmap;
+	K.slots = p;
+	K.tail = __atomic_load_n(&K.ring->tail, __ATOMIC_RELAXED);
+	return 0;
+fail_unmap:
+	mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: mmap: %s", strerror(errno));
+	unmap_all();
+fail:
+	close(fd);
+	K.fd = -1;
+	return MW_EDEVICE;
+}
+
+/* Every watch of a context that is going away reads as invalid. */
+static void kill_all_watches(void)
+{
+	uint32_t i;
+
+	if (!K.slots)
+		return;
+	for (i = 0; i < K.info.nr_words; i++)
+		if (K.slots[i].w) {
+			K.slots[i].w->word = &mwu_dead_word;
+			K.slots[i].w = NULL;
+		}
+}
+
+void mwu_kernel_close(void)
+{
+	kill_all_watches();
+	unmap_all();
+	if (K.fd >= 0)
+		close(K.fd);
+	K.fd = -1;
+}
+
+void mwu_kernel_atfork_child(void)
+{
+	/* The inherited context belongs to the parent's mm (EBADFD here). */
+	mwu_kernel_close();
+	if (mwu_kernel_open())
+		mwu_log(MWU_LOG_WARN, "fork child: cannot re-open %s", MMUWATCH_DEVICE);
+}
+
+int mwu_kernel_fd(void)
+{
+	return K.fd;
+}
+
+/* The watch is known invalid: detach it and tell its owner. */
+static void fire(struct kslot *s, enum mwu_stat why)
+{
+	struct mw_watch *w = s->w;
+
+	s->w = NULL;
+	mwu_stat_add(why, 1);
+	if (w->cb)
+		w->cb(w, w->arg);
+}
+
+static int errno_to_mw(int e)
+{
+	switch (e) {
+	case EINVAL: return MW_EINVAL;
+	case EOVERFLOW: case ERANGE: case EFAULT: return MW_ERANGE;
+	case ENOSPC: return MW_ENOSPC;
+	case ENOMEM: return MW_ENOMEM;
+	}
+	return MW_EDEVICE;
+}
+
+#define KBATCH 64
+
+int mwu_kernel_watch(struct mw_watch *const *w, unsigned n)
+{
+	struct mmuwatch_range r[KBATCH];
+	unsigned done = 0, i, m;
+	int ret = 0;
+
+	if (K.fd < 0)
+		return MW_EDEVICE;
+	while (done < n) {
+		m = n - done < KBATCH ? n - done : KBATCH;
+		if (m > K.info.max_batch)
+			m = K.info.max_batch ? K.info.max_batch : 1;
+		for (i = 0; i < m; i++) {
+			struct mw_watch *x = w[done + i];
+
+			memset(&r[i], 0, sizeof(r[i]));
+			r[i].start = x->start;
+			r[i].len = x->end - x->start;
+			r[i].cookie = x->id = ++K.next_id;
+		}
+		unsigned ok = m;
+
+		if (m == 1) {
+			if (ioctl(K.fd, MMUWATCH_IOC_WATCH, &r[0])) {
+				ok = 0;
+				ret = errno_to_mw(errno);
+			}
+		} else {
+			struct mmuwatch_batch b = {
+				.ptr = (uintptr_t)r, .count = m,
+			};
+			if (ioctl(K.fd, MMUWATCH_IOC_WATCH_BATCH, &b)) {
+				ok = b.done < m ? b.done : 0;
+				ret = errno_to_mw(errno);
+			}
+		}
+		for (i = 0; i < ok; i++) {
+			struct mw_watch *x = w[done + i];
+			struct kslot *s = &K.slots[r[i].slot];
+
+			/* A fired watch whose event we have not read yet
+			 * loses its slot now: tell its owner first. */
+			if (s->w)
+				fire(s, MWU_ST_INVAL_KERNEL);
+			s->w = x;
+			s->id = r[i].cookie;
+			x->slot = r[i].slot;
+			x->token = r[i].token;
+			x->word = &K.words[r[i].slot];
+		}
+		done += ok;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n)
+{
+	struct mmuwatch_unwatch u[KBATCH];
+	unsigned i, m = 0;
+	int ret = 0;
+
+	for (i = 0; i <= n; i++) {
+		if (i < n) {
+			struct mw_watch *x = w[i];
+			struct kslot *s;
+
+			if (x->word == &mwu_dead_word || x->slot >= K.info.nr_words)
+				continue;
+			s = &K.slots[x->slot];
+			x->word = &mwu_dead_word;
+			if (s->w != x || s->id != x->id)
+				continue;	/* fired already */
+			s->w = NULL;
+			u[m].slot = x->slot;
+			u[m].reserved = 0;
+			u[m].token = x->token;
+			m++;
+		}
+		if (m == KBATCH || m == K.info.max_batch || (i == n && m)) {
+			unsigned off = 0;
+
+			while (off < m) {
+				struct mmuwatch_batch b = {
+					.ptr = (uintptr_t)(u + off), .count = m - off,
+				};
+				if (!ioctl(K.fd, MMUWATCH_IOC_UNWATCH_BATCH, &b))
+					break;
+				/* ENOENT: it fired meanwhile; skip that one. */
+				if (errno != ENOENT)
+					ret = MW_EDEVICE;
+				off += b.done + 1;
+			}
+			m = 0;
+		}
+	}
+	return ret;
+}
+
+/* Overflow: events were lost; the words are exact, so scan them. */
+static void recover_overflow(void)
+{
+	uint64_t lost = 0;
+	uint32_t i;
+
+	/* Reset first: events after this point are in the ring again. */
+	ioctl(K.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost);
+	mwu_stat_add(MWU_ST_OVERFLOWS, 1);
+	mwu_log(MWU_LOG_INFO, "event ring overflow (%llu lost): scanning words",
+		(unsigned long long)lost);
+	for (i = 0; i < K.info.nr_words; i++) {
+		struct kslot *s = &K.slots[i];
+
+		if (s->w && K.words[i] != s->w->token) {
+			mwu_release_deliver(s->w->start, s->w->end, MW_SOURCE_KERNEL);
+			fire(s, MWU_ST_INVAL_SCAN);
+		}
+	}
+}
+
+int mwu_kernel_drain(unsigned max)
+{
+	uint32_t head, mask;
+	int n = 0;
+
+	if (K.fd < 0 || !K.ring)
+		return 0;
+	mask = K.info.ring_entries - 1;
+	head = __atomic_load_n(&K.ring->head, __ATOMIC_ACQUIRE);
+	while (K.tail != head && (!max || (unsigned)n < max)) {
+		struct mmuwatch_event ev = K.events[K.tail & mask];
+
+		K.tail++;
+		n++;
+		mwu_release_deliver(ev.start, ev.end, MW_SOURCE_KERNEL);
+		if (ev.slot < K.info.nr_words) {
+			struct kslot *s = &K.slots[ev.slot];
+
+			if (s->w && s->id == ev.cookie)
+				fire(s, MWU_ST_INVAL_KERNEL);
+		}
+	}
+	__atomic_store_n(&K.ring->tail, K.tail, __ATOMIC_RELEASE);
+	if (mwu_unlikely(__atomic_load_n(&K.ring->flags, __ATOMIC_ACQUIRE) &
+			 MMUWATCH_RING_F_OVERFLOW) && K.tail == head)
+		recover_overflow();
+	return n;
+}

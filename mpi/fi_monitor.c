@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libfabric memory monitor backed by mmuwatch (libfabric >= 1.13 import
+ * interface, rdma/fi_ext.h). Imported into libfabric's MR cache when this
+ * library loads, before any domain opens: libfabric refuses to replace a
+ * monitor that a cache already uses.
+ *
+ *   subscribe   -> watch the range in the kernel (or track it for hooks)
+ *   valid       -> one load of the watch's validity word
+ *   ring event  -> notify (from the ring thread, never under libfabric's
+ *                  locks; notify takes them)
+ *   unsubscribe -> unwatch
+ *
+ * MMUWATCH_FI_MONITOR=0 leaves libfabric's own monitor in place.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_ext.h>
+
+#include "mwmpi.h"
+
+typedef int (*fi_open_fn)(uint32_t, const char *, void *, size_t, uint64_t,
+			  struct fid **, void *);
+
+static const char *state = "not-installed";
+static atomic_int started;
+
+static int mon_start(struct fid_mem_monitor *m)
+{
+	(void)m;
+	atomic_store(&started, 1);
+	state = "active";
+	mw_mpi_log("libfabric started the mmuwatch monitor (source %s)",
+		   mw_mpi_source_name());
+	return 0;
+}
+
+static void mon_stop(struct fid_mem_monitor *m)
+{
+	(void)m;
+	atomic_store(&started, 0);
+	state = "imported-stopped";
+}
+
+static int mon_subscribe(struct fid_mem_monitor *m, const void *addr,
+			 size_t len)
+{
+	uintptr_t s = (uintptr_t)addr;
+	int ret;
+
+	(void)m;
+	atomic_fetch_add(&mw_mpi_stats.fi_subscribe, 1);
+	if (mw_mpi_source() == MW_SRC_NONE)
+		return 0;	/* valid() answers false: no caching */
+	ret = mw_subs_add(s, s + len, MW_SUB_FI);
+	/* Failing the subscription makes libfabric skip caching this
+	 * region: correct, only slower. */
+	return ret ? -FI_ENOSPC : 0;
+}
+
+static void mon_unsubscribe(struct fid_mem_monitor *m, const void *addr,
+			    size_t len)
+{
+	uintptr_t s = (uintptr_t)addr;
+
+	(void)m;
+	atomic_fetch_add(&mw_mpi_stats.fi_unsubscribe, 1);
+	mw_subs_del(s, s + len, MW_SUB_FI);
+}
+
+static bool mon_valid(struct fid_mem_monitor *m, const void *addr, size_t len)
+{
+	uintptr_t s = (uintptr_t)addr;
+	int ok;
+
+	(void)m;
+	atomic_fetch_add(&mw_mpi_stats.fi_valid, 1);
+	ok = mw_subs_valid(s, s + len);
+	if (!ok)
+		atomic_fetch_add(&mw_mpi_stats.fi_invalid, 1);
+	return ok;
+}
+
+static struct fi_ops_mem_monitor mon_ops = {
+	.size = sizeof(struct fi_ops_mem_monitor),
+	.start = mon_start,
+	.stop = mon_stop,
+	.subscribe = mon_subscribe,
+	.unsubscribe = mon_unsubscribe,
+	.valid = mon_valid,
+};
+
+static struct fid_mem_monitor monitor = {
+	.fid.fclass = FI_CLASS_MEM_MONITOR,
+	.export_ops = &mon_ops,
+};
+static atomic_int imported;
+
+void mw_fi_notify(uintptr_t start, uintptr_t end)
+{
+	if (!atomic_load(&imported) || !atomic_load(&started) ||
+	    !monitor.import_ops || !monitor.import_ops->notify)
+		return;
+	atomic_fetch_add(&mw_mpi_stats.fi_notify, 1);
+	monitor.import_ops->notify(&monitor, (const void *)start, end - start);
+}
+
+const char *mw_fi_state(void)
+{
+	return state;
+}
+
+void mw_fi_install(void)
+{
+	const char *other = getenv("FI_MR_CACHE_MONITOR");
+	struct fid *cache;
+	fi_open_fn op;
+	void *h;
+	int ret;
+
+	if (!mw_mpi_env_bool("MMUWATCH_FI_MONITOR", 1)) {
+		state = "off (MMUWATCH_FI_MONITOR=0)";
+		return;
+	}
+	/* Load libfabric now if the system has it: the import must happen
+	 * before the MPI library dlopens its OFI component and opens a
+	 * domain. Same soname, so the MPI library gets this instance. */
+	h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		state = "no-libfabric";
+		return;
+	}
+	op = (fi_open_fn)dlsym(h, "fi_open");
+	if (!op) {
+		state = "libfabric-without-fi_open";
+		return;
+	}
+	ret = op(FI_VERSION(1, 13), "mr_cache", NULL, 0, 0, &cache, NULL);
+	if (ret) {
+		state = "libfabric-without-import";
+		fprintf(stderr, "mmuwatch: libfabric has no importable MR cache "
+			"monitor (fi_open mr_cache: %d); libfabric keeps its "
+			"own monitor\n", ret);
+		return;
+	}
+	ret = fi_import_fid(cache, &monitor.fid, 0);
+	fi_close(cache);
+	if (ret == -FI_EBUSY) {
+		state = "refused-other-monitor-active";
+		fprintf(stderr, "mmuwatch: libfabric already has an active "
+			"memory monitor (a domain was opened before mmuwatch "
+			"loaded, or another monitor was imported); libfabric "
+			"keeps that monitor. Preload or link libmmuwatch so it "
+			"loads first.\n");
+		return;
+	}
+	if (ret) {
+		state = "import-failed";
+		fprintf(stderr, "mmuwatch: importing the memory monitor into "
+			"libfabric failed: %d\n", ret);
+		return;
+	}
+	atomic_store(&imported, 1);
+	state = "imported";
+	if (other && *other) {
+		/* libfabric applies FI_MR_CACHE_MONITOR after the import. */
+		state = "overridden-by-FI_MR_CACHE_MONITOR";
+		fprintf(stderr, "mmuwatch: FI_MR_CACHE_MONITOR=%s is set; "
+			"libfabric will use that monitor instead of "
+			"mmuwatch's\n", other);
+	}
+	mw_mpi_log("libfabric monitor: %s", state);
+}

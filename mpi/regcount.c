@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registration counter: an LD_PRELOAD shim that counts ibv_reg_mr and
+ * ibv_dereg_mr calls made by any MPI stack (libfabric, UCX, ...). It gives
+ * the churn test one registration count that does not depend on which
+ * cache (or monitor) is in use. Counters are read by churn.c through
+ * mw_regcount_get() found with dlsym(); without the shim it reports -1.
+ */
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MW_EXPORT __attribute__((visibility("default")))
+
+static atomic_ulong n_reg, n_dereg, n_bytes;
+
+typedef struct ibv_mr *(*reg_fn)(struct ibv_pd *, void *, size_t, int);
+typedef struct ibv_mr *(*reg2_fn)(struct ibv_pd *, void *, size_t, uint64_t,
+				  unsigned int);
+typedef int (*dereg_fn)(struct ibv_mr *);
+
+/* Resolve the versions a program linked against rdma-core >= 1.1 uses. */
+static void *next_sym(const char *name, const char *ver)
+{
+	void *h, *p = dlsym(RTLD_NEXT, name);
+
+	/* Plain dlsym first: it finds another interposer (unversioned)
+	 * before libibverbs' default version. */
+	if (p)
+		return p;
+	/* UCX and libfabric providers dlopen libibverbs RTLD_LOCAL: it is
+	 * not in the global scope RTLD_NEXT searches, but it is loaded. */
+	h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libibverbs.so.1", RTLD_LAZY);
+	p = h ? dlvsym(h, name, ver) : NULL;
+	return p ? p : (h ? dlsym(h, name) : NULL);
+}
+
+#undef ibv_reg_mr
+MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				    size_t length, int access)
+{
+	static reg_fn real;
+	struct ibv_mr *mr;
+
+	if (!real)
+		real = (reg_fn)next_sym("ibv_reg_mr", "IBVERBS_1.1");
+	mr = real(pd, addr, length, access);
+	if (mr) {
+		atomic_fetch_add(&n_reg, 1);
+		atomic_fetch_add(&n_bytes, length);
+	}
+	return mr;
+}
+
+MW_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					  size_t length, uint64_t iova,
+					  unsigned int access)
+{
+	static reg2_fn real;
+	struct ibv_mr *mr;
+
+	if (!real)
+		real = (reg2_fn)next_sym("ibv_reg_mr_iova2", "IBVERBS_1.8");
+	mr = real(pd, addr, length, iova, access);
+	if (mr) {
+		atomic_fetch_add(&n_reg, 1);
+		atomic_fetch_add(&n_bytes, length);
+	}
+	return mr;
+}
+
+MW_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	static dereg_fn real;
+	int ret;
+
+	if (!real)
+		real = (dereg_fn)next_sym("ibv_dereg_mr", "IBVERBS_1.1");
+	ret = real(mr);
+	if (!ret)
+		atomic_fetch_add(&n_dereg, 1);
+	return ret;
+}
+
+/* regs, deregs, registered bytes (cumulative). */
+MW_EXPORT void mw_regcount_get(unsigned long out[3])
+{
+	out[0] = atomic_load(&n_reg);
+	out[1] = atomic_load(&n_dereg);
+	out[2] = atomic_load(&n_bytes);
+}

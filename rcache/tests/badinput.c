@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/* Bad input gets clear error codes, never a crash. TAP. */
+#include <stdint.h>
+
+#include "oracle.h"
+
+static void cb(void *a, uintptr_t s, uintptr_t e, enum mw_source src)
+{
+	(void)a; (void)s; (void)e; (void)src;
+}
+
+#define EXPECT(call, want) do { \
+	int r_ = (call); \
+	tap(r_ == (want), "%s == %s (got %d: %s)", #call, #want, r_, mw_strerror(r_)); \
+} while (0)
+
+int main(void)
+{
+	struct mw_reg_ops ops = { noop_reg, noop_dereg, NULL, NULL, 0 };
+	struct mw_rcache_params p = { .ops = &ops };
+	struct mw_rcache *rc, *rc2;
+	struct mw_region *r, *r2, fake;
+	struct mw_watch w;
+	static char buf[8192] __attribute__((aligned(4096)));
+	uint64_t junk[64] = { 0 };
+	int i, ret;
+
+	printf("TAP version 13\n");
+	EXPECT(mw_init(), MW_OK);
+	printf("# source=%s\n", mw_source_name(mw_source()));
+	EXPECT(mw_rcache_create(NULL, &rc), MW_EINVAL);
+	EXPECT(mw_rcache_create(&p, NULL), MW_EINVAL);
+	p.flags = 0x40;
+	EXPECT(mw_rcache_create(&p, &rc), MW_EFLAGS);
+	p.flags = 0;
+	p.ops = NULL;
+	EXPECT(mw_rcache_create(&p, &rc), MW_EINVAL);
+	p.ops = &ops;
+	EXPECT(mw_rcache_create(&p, &rc), MW_OK);
+	EXPECT(mw_rcache_create(&p, &rc2), MW_OK);
+
+	EXPECT(mw_rcache_get(NULL, buf, 1, 0, &r), MW_EINVAL);
+	EXPECT(mw_rcache_get(rc, NULL, 1, 0, &r), MW_EINVAL);
+	EXPECT(mw_rcache_get(rc, buf, 0, 0, &r), MW_EINVAL);
+	EXPECT(mw_rcache_get(rc, buf, 1, 0, NULL), MW_EINVAL);
+	EXPECT(mw_rcache_get(rc, (void *)(UINTPTR_MAX - 10), 100, 0, &r), MW_ERANGE);
+	EXPECT(mw_rcache_get(rc, buf, SIZE_MAX, 0, &r), MW_ERANGE);
+	EXPECT(mw_rcache_get(rc, (void *)(1ULL << 60), 4096, 0, &r), MW_ERANGE);
+	EXPECT(mw_rcache_get(rc, buf, 1, 0x8, &r), MW_EFLAGS);
+	EXPECT(mw_rcache_get((struct mw_rcache *)junk, buf, 1, 0, &r), MW_EFOREIGN);
+
+	EXPECT(mw_rcache_get(rc, buf, 100, 0, &r), MW_OK);
+	EXPECT(mw_rcache_get(rc2, buf, 100, 0, &r2), MW_OK);
+	EXPECT(mw_rcache_put(rc, NULL), MW_EINVAL);
+	EXPECT(mw_rcache_put(NULL, r), MW_EINVAL);
+	memset(&fake, 0, sizeof(fake));
+	EXPECT(mw_rcache_put(rc, &fake), MW_EFOREIGN);
+	EXPECT(mw_rcache_put(rc, (struct mw_region *)junk), MW_EFOREIGN);
+	EXPECT(mw_rcache_put(rc, r2), MW_EFOREIGN);	/* rc2's region */
+	EXPECT(mw_rcache_destroy(rc), MW_EBUSY);	/* r still held */
+	EXPECT(mw_rcache_put(rc, r), MW_OK);
+	EXPECT(mw_rcache_put(rc, r), MW_EFOREIGN);	/* double put */
+	EXPECT(mw_rcache_put(rc2, r2), MW_OK);
+	EXPECT(mw_rcache_flush(NULL), MW_EINVAL);
+	EXPECT(mw_rcache_stats(rc, NULL), MW_EINVAL);
+
+	EXPECT(mw_watch_add(NULL, buf, 1, NULL, NULL), MW_EINVAL);
+	EXPECT(mw_watch_add(&w, buf, 0, NULL, NULL), MW_EINVAL);
+	EXPECT(mw_watch_add(&w, (void *)(UINTPTR_MAX - 1), 4096, NULL, NULL), MW_ERANGE);
+	EXPECT(mw_watch_valid(NULL), 0);
+	EXPECT(mw_watch_add_batch(NULL, NULL, NULL, 1, NULL, NULL), MW_EINVAL);
+	EXPECT(mw_watch_remove(NULL), MW_EINVAL);
+	ret = mw_watch_add(&w, buf, sizeof(buf), NULL, NULL);
+	tap(mw_source() == MW_SOURCE_NONE ? ret == MW_ENOSYS : ret == MW_OK,
+	    "mw_watch_add on a valid range: %s", mw_strerror(ret));
+	if (!ret) {
+		tap(mw_watch_valid(&w) == 1, "fresh watch is valid");
+		EXPECT(mw_watch_remove(&w), MW_OK);
+		EXPECT(mw_watch_remove(&w), MW_OK);	/* idempotent */
+		tap(mw_watch_valid(&w) == 0, "removed watch reads invalid");
+	}
+
+	EXPECT(mw_release_cb_add(NULL, NULL), MW_EINVAL);
+	for (i = 0; i < 8; i++)
+		mw_release_cb_add(cb, (void *)(intptr_t)(i + 1));
+	EXPECT(mw_release_cb_add(cb, (void *)100), MW_ECALLBACKS);
+	EXPECT(mw_release_cb_remove(cb, (void *)1), MW_OK);
+	EXPECT(mw_release_cb_remove(cb, (void *)1), MW_EINVAL);
+
+	EXPECT(mw_verbs_ops(NULL, 0, &ops), MW_EINVAL);
+	EXPECT(mw_uring_ops(NULL, 4, &ops), MW_EINVAL);
+
+	int distinct = 1;
+	for (i = MW_ERR_MIN; i <= 0; i++)
+		for (int j = i + 1; j <= 0; j++)
+			if (!strcmp(mw_strerror(i), mw_strerror(j)))
+				distinct = 0;
+	tap(distinct, "every error code has its own text");
+	tap(!strcmp(mw_strerror(-999), "unknown error code"), "unknown code named");
+
+	EXPECT(mw_rcache_destroy(rc2), MW_OK);
+	EXPECT(mw_finalize(), MW_OK);
+	EXPECT(mw_rcache_get(rc, buf, 1, 0, &r), MW_EFINALIZED);
+	EXPECT(mw_rcache_put(rc, r), MW_EFINALIZED);
+	EXPECT(mw_watch_add(&w, buf, 1, NULL, NULL), MW_EFINALIZED);
+	EXPECT(mw_init(), MW_EFINALIZED);
+	EXPECT(mw_finalize(), MW_EFINALIZED);
+	printf("1..%d\n", tap_n);
+	return tap_fail;
+}

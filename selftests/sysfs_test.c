@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sysfs counters in /sys/kernel/mmuwatch move exactly as the
+ * operations done here: contexts, active watches, watches_total,
+ * unwatches, events by reason, overflows and lost events.
+ */
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "kselftest_harness.h"
+#include "mwt.h"
+
+#define P mwt_page
+
+TEST(info_after_load)
+{
+	struct mwt m;
+
+	MWT_OPEN_OR_SKIP(&m, 0, 0);
+	ASSERT_EQ((__u32)MMUWATCH_ABI_VERSION, m.info.abi_version);
+	ASSERT_NE(0U, m.info.ring_entries);
+	mwt_close(&m);
+}
+
+TEST(counters_move)
+{
+	long long ctx0, act0, tot0, unw0, unmap0, clear0, rel0;
+	struct mmuwatch_range r[3];
+	struct mwt m;
+	char *buf;
+
+	ctx0 = mwt_counter("contexts");
+	MWT_OPEN_OR_SKIP(&m, 0, 0);
+	ASSERT_LE(0, ctx0);
+	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	act0 = mwt_counter("watches_active");
+	tot0 = mwt_counter("watches_total");
+	unw0 = mwt_counter("unwatches");
+	unmap0 = mwt_counter("events_unmap");
+	clear0 = mwt_counter("events_clear");
+	rel0 = mwt_counter("events_release");
+
+	buf = mwt_map(3);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, P, 1, &r[0]));
+	ASSERT_EQ(0, mwt_watch(&m, buf + P, P, 2, &r[1]));
+	ASSERT_EQ(0, mwt_watch(&m, buf + 2 * P, P, 3, &r[2]));
+	EXPECT_EQ(act0 + 3, mwt_counter("watches_active"));
+	EXPECT_EQ(tot0 + 3, mwt_counter("watches_total"));
+
+	ASSERT_EQ(0, mwt_unwatch(&m, &r[0]));
+	EXPECT_EQ(unw0 + 1, mwt_counter("unwatches"));
+	EXPECT_EQ(act0 + 2, mwt_counter("watches_active"));
+
+	ASSERT_EQ(0, madvise(buf + P, P, MADV_DONTNEED));
+	EXPECT_EQ(clear0 + 1, mwt_counter("events_clear"));
+	EXPECT_EQ(unmap0, mwt_counter("events_unmap"));
+	ASSERT_EQ(0, munmap(buf, 3 * P));
+	/* The first watch is gone, the second already fired: one more. */
+	EXPECT_EQ(unmap0 + 1, mwt_counter("events_unmap"));
+	EXPECT_EQ(clear0 + 1, mwt_counter("events_clear"));
+	EXPECT_EQ(rel0, mwt_counter("events_release"));
+	EXPECT_EQ(2U, mwt_pending(&m));
+
+	mwt_close(&m);
+	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_EQ(act0, mwt_counter("watches_active"));
+}
+
+TEST(overflow_counters)
+{
+	long long ovf0, lost0;
+	struct mmuwatch_range r;
+	struct mwt m;
+	char *buf;
+	int i;
+
+	MWT_OPEN_OR_SKIP(&m, 2, 16);
+	ASSERT_EQ(2U, m.info.ring_entries);
+	ovf0 = mwt_counter("overflows");
+	lost0 = mwt_counter("lost_events");
+	buf = mwt_map(5);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, mwt_watch(&m, buf + i * P, P, i, &r));
+	ASSERT_EQ(0, munmap(buf, 5 * P));
+	/* Ring of 2: 3 lost, one overflow episode. */
+	EXPECT_EQ(ovf0 + 1, mwt_counter("overflows"));
+	EXPECT_EQ(lost0 + 3, mwt_counter("lost_events"));
+	mwt_close(&m);
+}
+
+TEST(version_and_params)
+{
+	char buf[64] = "";
+	int fd = open(MWT_SYSFS "/version", O_RDONLY);
+
+	if (fd < 0 && !getenv("MWT_REQUIRE_DEVICE"))
+		SKIP(return, "module not loaded");
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, read(fd, buf, sizeof(buf) - 1));
+	close(fd);
+	ASSERT_EQ(0, strncmp(buf, "abi=1 ", 6));
+	EXPECT_LT(0, mwt_param("max_watches"));
+	EXPECT_LT(0, mwt_param("max_batch"));
+	EXPECT_LT(0, mwt_param("max_ring_entries"));
+	EXPECT_LT(0, mwt_param("default_watches"));
+	EXPECT_LT(0, mwt_param("default_ring_entries"));
+}
+
+TEST_HARNESS_MAIN

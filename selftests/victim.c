@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A victim process for the teardown tests (oom_test, reaper_test): it
+ * passes its mmuwatch fd to the parent over a unix socket (SCM_RIGHTS),
+ * then watches and touches memory chunk by chunk (cookie = chunk index),
+ * so the parent can check every watch got exactly one event after the
+ * victim's address space is gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "victim.h"
+
+int mwt_send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+int mwt_recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+void mwt_hog(int sock, int max_chunks, int threads)
+{
+	pthread_t th;
+	char cmd;
+	struct mmuwatch_setup s = { .ring_entries = MWT_VICTIM_RING,
+				    .nr_words = MWT_VICTIM_RING };
+	int fd = open(MMUWATCH_DEVICE, O_RDWR);
+	int i;
+
+	if (fd < 0 || ioctl(fd, MMUWATCH_IOC_SETUP, &s) || mwt_send_fd(sock, fd))
+		_exit(2);
+	/* Extra idle threads: the group exit has more to do before the
+	 * last thread drops the mm.
+	 */
+	for (i = 0; i < threads; i++)
+		if (pthread_create(&th, NULL, sleeper, NULL))
+			_exit(6);
+	for (i = 0; i < max_chunks; i++) {
+		char *p = mmap(NULL, MWT_VICTIM_CHUNK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct mmuwatch_range r = { .start = (uintptr_t)p,
+					    .len = MWT_VICTIM_CHUNK,
+					    .cookie = i };
+
+		if (p == MAP_FAILED)
+			_exit(3);
+		/* Small pages: no THP collapse to invalidate parts early. */
+		madvise(p, MWT_VICTIM_CHUNK, MADV_NOHUGEPAGE);
+		if (ioctl(fd, MMUWATCH_IOC_WATCH, &r))
+			_exit(4);
+		memset(p, i, MWT_VICTIM_CHUNK);
+	}
+	if (write(sock, "w", 1) != 1)
+		_exit(5);
+	/* Wait to be killed, or exit when told to ('x'). */
+	while (read(sock, &cmd, 1) == 1)
+		if (cmd == 'x')
+			_exit(0);
+	for (;;)
+		pause();
+}
+
+/* Read every event of the dead child's context: cookies must be exactly
+ * 0..n-1, each once, for the whole chunk. Returns n, or -1.
+ */
+int mwt_check_victim_events(int fd, int *unmaps, char *why, size_t whylen)
+{
+	static struct mmuwatch_event ev[MWT_VICTIM_RING];
+	static bool seen[MWT_VICTIM_RING];
+	int n = 0, max = -1, i;
+	ssize_t r;
+
+	memset(seen, 0, sizeof(seen));
+	*unmaps = 0;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	while ((r = read(fd, ev, sizeof(ev))) > 0) {
+		for (i = 0; i < r / (ssize_t)sizeof(ev[0]); i++, n++) {
+			uint64_t c = ev[i].cookie;
+
+			if (c >= MWT_VICTIM_RING || seen[c]) {
+				snprintf(why, whylen, "bad/duplicate cookie %llu",
+					 (unsigned long long)c);
+				return -1;
+			}
+			seen[c] = true;
+			if ((int)c > max)
+				max = c;
+			if (ev[i].end - ev[i].start != MWT_VICTIM_CHUNK) {
+				snprintf(why, whylen, "event %llu covers %llu bytes",
+					 (unsigned long long)c,
+					 (unsigned long long)(ev[i].end - ev[i].start));
+				return -1;
+			}
+			if (ev[i].reason == MMUWATCH_REASON_UNMAP)
+				(*unmaps)++;
+			else if (ev[i].reason != MMUWATCH_REASON_RELEASE) {
+				snprintf(why, whylen, "reason %u", ev[i].reason);
+				return -1;
+			}
+		}
+	}
+	if (r < 0 && errno != EAGAIN) {
+		snprintf(why, whylen, "read: errno %d", errno);
+		return -1;
+	}
+	if (n != max + 1) {
+		snprintf(why, whylen, "%d events but highest cookie %d", n, max);
+		return -1;
+	}
+	return n;
+}
+

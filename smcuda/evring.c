@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bounded ring of copies in flight, each followed by a completion event on
+ * the channel's stream. Completion is taken strictly in order (only the
+ * head is queried), so FINs go out in the order the copies were issued.
+ * A full ring waits for its head; it never fails a transfer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "smc_internal.h"
+
+static void complete_head(struct mw_smc *c, int err)
+{
+	struct ring_ent *e = &c->ring[c->ring_head];
+	struct mw_ep *ep = &c->ep[e->peer];
+	struct mw_smc_req *r = e->req;
+
+	if (e->nocache) {
+		CU(IpcCloseMemHandle, e->local);
+		c->st.cache_closes++;
+	} else {
+		mw_hc_put(c, ep, e->he);
+	}
+	e->he = NULL;
+	e->req = NULL;
+	c->ring_head = (c->ring_head + 1) % c->ring_size;
+	c->ring_count--;
+	if (!ep->dead)
+		mw_ctl_send(c, ep, MSG_FIN, r->seq, err ? 1 : 0);
+	mw_req_finish(c, r, err);
+}
+
+int mw_ring_poll(struct mw_smc *c, bool block_head)
+{
+	while (c->ring_count) {
+		struct ring_ent *e = &c->ring[c->ring_head];
+		CUresult r;
+
+		if (mw_cuda_ready(c))
+			return -EIO;
+		r = block_head ? CU(EventSynchronize, e->ev) :
+			CU(EventQuery, e->ev);
+		block_head = false;
+		if (r == CUDA_ERROR_NOT_READY)
+			return 0;
+		if (r != CUDA_SUCCESS)
+			mw_cuda_err(c, "cuEventQuery", r);
+		complete_head(c, r == CUDA_SUCCESS ? 0 : -EIO);
+	}
+	return 0;
+}
+
+int mw_ring_push(struct mw_smc *c, struct ring_ent *in)
+{
+	unsigned int slot;
+	struct ring_ent *e;
+	CUresult r;
+
+	if (c->ring_count == c->ring_size) {
+		c->st.ring_full_waits++;
+		mw_ring_poll(c, true);
+	}
+	slot = (c->ring_head + c->ring_count) % c->ring_size;
+	e = &c->ring[slot];
+	if (!e->ev) {
+		r = CU(EventCreate, &e->ev, CU_EVENT_DISABLE_TIMING);
+		if (r != CUDA_SUCCESS) {
+			e->ev = NULL;
+			return mw_cuda_err(c, "cuEventCreate", r);
+		}
+	}
+	r = CU(EventRecord, e->ev, c->stream);
+	if (r != CUDA_SUCCESS)
+		return mw_cuda_err(c, "cuEventRecord", r);
+	e->req = in->req;
+	e->peer = in->peer;
+	e->he = in->he;
+	e->nocache = in->nocache;
+	e->local = in->local;
+	c->ring_count++;
+	return 0;
+}
+
+void mw_ring_drain(struct mw_smc *c)
+{
+	unsigned int before;
+
+	while (c->ring_count) {
+		before = c->ring_count;
+		mw_ring_poll(c, true);
+		if (c->ring_count == before)
+			complete_head(c, -EIO);	/* driver broken: give up */
+	}
+}
+
+void mw_ring_free(struct mw_smc *c)
+{
+	if (!c->ring)
+		return;
+	mw_ring_drain(c);
+	for (unsigned int i = 0; i < c->ring_size; i++)
+		if (c->ring[i].ev && mw_cuda_ready(c) == 0)
+			CU(EventDestroy, c->ring[i].ev);
+	free(c->ring);
+	c->ring = NULL;
+}

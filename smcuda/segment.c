@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rendezvous by job name in one shared segment (POSIX shm or a file in a
+ * directory), rank slots, and peer liveness. A peer is dead when its pid is
+ * gone, a zombie, or reused (start time differs); across pid namespaces,
+ * where pids are not comparable, a stalled heartbeat decides.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "smc_internal.h"
+
+uint64_t mw_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Start time of a live, non-zombie process; 0 if it is gone. */
+static uint64_t proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	char state = 0;
+	FILE *f;
+	char *p;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* fields after the name: 3 state ... 22 starttime */
+	if (sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+		   "%*d %*d %*d %*d %*d %*d %llu", &state, &st) != 2)
+		return 0;
+	if (state == 'Z' || state == 'X' || state == 'x')
+		return 0;
+	return st ? st : 1;
+}
+
+static uint64_t self_pidns(void)
+{
+	struct stat sb;
+
+	return stat("/proc/self/ns/pid", &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+}
+
+static bool job_name_ok(const char *j)
+{
+	size_t n;
+
+	if (!j)
+		return false;
+	n = strlen(j);
+	if (n == 0 || n > MW_SMC_JOB_MAX || j[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = j[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		      ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static size_t seg_bytes(int nranks)
+{
+	size_t h = (sizeof(struct seg_header) + 4095) & ~(size_t)4095;
+
+	return h + (size_t)nranks * (size_t)nranks * sizeof(struct seg_pair);
+}
+
+struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to)
+{
+	size_t h = (sizeof(struct seg_header) + 4095) & ~(size_t)4095;
+
+	return (struct seg_pair *)((char *)c->hdr + h +
+		((size_t)from * (size_t)c->nranks + (size_t)to) *
+		sizeof(struct seg_pair));
+}
+
+static int open_file(struct mw_smc *c, int flags)
+{
+	if (c->is_shm)
+		return shm_open(c->path, flags | O_CLOEXEC, 0600);
+	return open(c->path, flags | O_CLOEXEC, 0600);
+}
+
+static void unlink_file(struct mw_smc *c)
+{
+	if (c->is_shm)
+		shm_unlink(c->path);
+	else
+		unlink(c->path);
+}
+
+/* No rank joined and alive, but some joined once: a dead job's leftover. */
+static bool seg_stale(struct seg_header *h)
+{
+	bool any = false;
+	uint64_t ns = self_pidns();
+
+	for (uint32_t i = 0; i < h->nranks && i < MW_SMC_MAX_RANKS; i++) {
+		int s = atomic_load(&h->rank[i].state);
+		pid_t pid = atomic_load(&h->rank[i].pid);
+
+		if (s == RSTATE_EMPTY)
+			continue;
+		any = true;
+		if (s == RSTATE_JOINED &&
+		    (atomic_load(&h->rank[i].pidns) != ns ||
+		     proc_starttime(pid) == atomic_load(&h->rank[i].starttime)))
+			return false;
+	}
+	return any;
+}
+
+static int seg_create(struct mw_smc *c, int nranks)
+{
+	size_t sz = seg_bytes(nranks);
+	struct seg_header *h;
+	int fd = open_file(c, O_RDWR | O_CREAT | O_EXCL);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)sz) != 0) {
+		int e = -errno;
+
+		close(fd);
+		unlink_file(c);
+		return e;
+	}
+	h = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED) {
+		unlink_file(c);
+		return -ENOMEM;
+	}
+	h->version = SEG_VERSION;
+	h->nranks = (uint32_t)nranks;
+	h->size = sz;
+	h->pair_bytes = sizeof(struct seg_pair);
+	atomic_store_explicit(&h->magic, SEG_MAGIC, memory_order_release);
+	c->hdr = h;
+	c->seg_size = sz;
+	return 0;
+}
+
+static int seg_attach(struct mw_smc *c, uint64_t deadline)
+{
+	struct stat sb;
+	struct seg_header *h;
+	int fd = open_file(c, O_RDWR);
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (fstat(fd, &sb) != 0) {
+			close(fd);
+			return -errno;
+		}
+		if ((size_t)sb.st_size >= sizeof(*h)) {
+			h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED,
+				 fd, 0);
+			if (h == MAP_FAILED) {
+				close(fd);
+				return -ENOMEM;
+			}
+			if (atomic_load_explicit(&h->magic,
+						 memory_order_acquire) ==
+			    SEG_MAGIC)
+				break;
+			munmap(h, sizeof(*h));
+		}
+		if (mw_now_ms() > deadline) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+	if (h->version != SEG_VERSION || h->pair_bytes !=
+	    sizeof(struct seg_pair) || h->nranks < 1 ||
+	    h->nranks > MW_SMC_MAX_RANKS || h->size != seg_bytes(h->nranks) ||
+	    (uint64_t)sb.st_size < h->size) {
+		munmap(h, sizeof(*h));
+		close(fd);
+		return -EPROTO;
+	}
+	c->seg_size = h->size;
+	munmap(h, sizeof(*h));
+	c->hdr = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      fd, 0);
+	close(fd);
+	if (c->hdr == MAP_FAILED) {
+		c->hdr = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg)
+{
+	uint64_t deadline = mw_now_ms() + c->timeout_ms;
+	struct seg_header *h;
+	int r, rank, tries = 0;
+
+	if (!job_name_ok(cfg->job))
+		return -EINVAL;
+	c->pidns = self_pidns();
+	if (cfg->dir) {
+		if (!cfg->dir[0] || strlen(cfg->dir) > 150)
+			return -EINVAL;
+		snprintf(c->path, sizeof(c->path), "%s/mw-smc-%s", cfg->dir,
+			 cfg->job);
+	} else {
+		c->is_shm = true;
+		snprintf(c->path, sizeof(c->path), "/mw-smc-%s", cfg->job);
+	}
+again:
+	r = cfg->nranks > 0 ? seg_create(c, cfg->nranks) : -EEXIST;
+	if (r == -EEXIST) {
+		r = seg_attach(c, deadline);
+		if (r == -ENOENT && cfg->nranks == 0 &&
+		    mw_now_ms() < deadline) {
+			usleep(1000);
+			goto again;	/* creator not there yet */
+		}
+		if (r == 0 && seg_stale(c->hdr) && tries++ == 0) {
+			munmap(c->hdr, c->seg_size);
+			c->hdr = NULL;
+			unlink_file(c);
+			goto again;
+		}
+	}
+	if (r)
+		return r;
+	h = c->hdr;
+	if (cfg->nranks > 0 && (int)h->nranks != cfg->nranks) {
+		r = -EINVAL;	/* another job uses the name differently */
+		goto fail;
+	}
+	c->nranks = (int)h->nranks;
+	rank = cfg->rank;
+	if (rank < 0)
+		rank = atomic_fetch_add(&h->next_arrival, 1);
+	if (rank >= c->nranks) {
+		r = -EBUSY;
+		goto fail;
+	}
+	{
+		int32_t exp = RSTATE_EMPTY;
+		struct seg_rank *sr = &h->rank[rank];
+
+		/* a slot taken by a dead process may be reused */
+		if (atomic_load(&sr->state) != RSTATE_EMPTY &&
+		    proc_starttime(atomic_load(&sr->pid)) !=
+		    atomic_load(&sr->starttime))
+			atomic_store(&sr->state, RSTATE_EMPTY);
+		atomic_store(&sr->pid, (int32_t)getpid());
+		atomic_store(&sr->starttime, proc_starttime(getpid()));
+		atomic_store(&sr->pidns, c->pidns);
+		sr->global_rank = cfg->global_ranks ? cfg->global_ranks[rank] :
+			rank;
+		if (!atomic_compare_exchange_strong(&sr->state, &exp,
+						    RSTATE_JOINED)) {
+			r = -EBUSY;
+			goto fail;
+		}
+	}
+	atomic_fetch_add(&h->users, 1);
+	c->rank = rank;
+	return 0;
+fail:
+	munmap(c->hdr, c->seg_size);
+	c->hdr = NULL;
+	return r;
+}
+
+void mw_seg_close(struct mw_smc *c)
+{
+	struct seg_header *h = c->hdr;
+	bool last = true;
+
+	if (!h)
+		return;
+	atomic_store(&h->rank[c->rank].state, RSTATE_LEFT);
+	atomic_fetch_sub(&h->users, 1);
+	/* a rank that never joined does not keep a finished job's segment */
+	for (int i = 0; i < c->nranks; i++)
+		if (i != c->rank &&
+		    atomic_load(&h->rank[i].state) == RSTATE_JOINED &&
+		    mw_seg_peer_alive(c, i))
+			last = false;
+	if (last)
+		unlink_file(c);
+	munmap(h, c->seg_size);
+	c->hdr = NULL;
+}
+
+/* Pid checks in our namespace, heartbeat otherwise. */
+bool mw_seg_peer_alive(struct mw_smc *c, int peer)
+{
+	struct seg_rank *sr = &c->hdr->rank[peer];
+	int s = atomic_load_explicit(&sr->state, memory_order_acquire);
+	uint64_t hb, now;
+
+	if (s == RSTATE_LEFT)
+		return false;
+	if (s == RSTATE_EMPTY)	/* not joined yet: only a known pid tells */
+		return c->peer_pid[peer] <= 0 ||
+			proc_starttime(c->peer_pid[peer]) != 0;
+	if (atomic_load(&sr->pidns) == c->pidns)
+		return proc_starttime(atomic_load(&sr->pid)) ==
+			atomic_load(&sr->starttime);
+	hb = atomic_load(&sr->heartbeat);
+	now = mw_now_ms();
+	if (c->ep && hb != c->ep[peer].hb_seen) {
+		c->ep[peer].hb_seen = hb;
+		c->ep[peer].hb_ms = now;
+	}
+	return !c->ep || !c->ep[peer].hb_ms ||
+		now - c->ep[peer].hb_ms < c->timeout_ms;
+}

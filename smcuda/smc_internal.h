@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * smcuda internals shared by the channel's files. Not installed.
+ */
+#ifndef MW_SMC_INTERNAL_H
+#define MW_SMC_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cuda.h>
+#include "mmuwatch/smcuda.h"
+#include "fifo.h"
+
+#define MW_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- shared segment layout ---- */
+#define SEG_MAGIC 0x6d77736d63756461ull	/* "mwsmcuda" */
+#define SEG_VERSION 1u
+#define BOUNCE_SLOTS 8u
+#define BOUNCE_SLOT_SIZE (64u * 1024u)
+
+enum { RSTATE_EMPTY = 0, RSTATE_JOINED = 1, RSTATE_LEFT = 2 };
+
+struct seg_rank {
+	_Atomic int32_t state;
+	_Atomic int32_t pid;
+	_Atomic uint64_t starttime;	/* /proc/pid/stat field 22: pid reuse */
+	_Atomic uint64_t heartbeat;
+	_Atomic uint64_t pidns;		/* pid namespace inode */
+	int32_t global_rank;
+	char pad[28];
+};
+
+struct seg_header {
+	_Atomic uint64_t magic;		/* written last by the creator */
+	uint32_t version;
+	uint32_t nranks;
+	uint64_t size;
+	uint64_t pair_bytes;
+	_Atomic int32_t next_arrival;
+	_Atomic int32_t users;
+	char pad[24];
+	struct seg_rank rank[MW_SMC_MAX_RANKS];
+};
+
+/* One directed pair i -> j: FIFOs written by i, read by j. */
+struct seg_pair {
+	struct mw_fifo ctl;
+	struct mw_fifo data;
+	_Atomic uint32_t bounce_len[BOUNCE_SLOTS];	/* 0 free, n+1 full */
+	char pad[64 - (BOUNCE_SLOTS * 4) % 64];
+	unsigned char bounce[BOUNCE_SLOTS][BOUNCE_SLOT_SIZE];
+};
+
+/* ---- messages (one FIFO cell) ---- */
+enum msg_type {
+	MSG_EAGER = 1, MSG_RTS_STAGED, MSG_RTS_IPC,		/* data ring */
+	MSG_IPC_REQ, MSG_IPC_ACK, MSG_IPC_NOTREADY, MSG_IPC_CONFIRM,
+	MSG_FIN, MSG_NAK,					/* ctl ring */
+};
+
+struct msg_hdr {
+	uint32_t type;
+	uint32_t tag;
+	uint32_t seq;
+	uint32_t arg;		/* ACK/CONFIRM: ok; REQ: device */
+	uint64_t len;
+};
+
+struct msg_ipc {
+	struct msg_hdr h;
+	CUipcMemHandle handle;
+	uint64_t rbase, rsize, rid, off;
+	int32_t rdev;
+	int32_t pad;
+};
+
+#define EAGER_MAX (MW_FIFO_CELL - sizeof(struct msg_hdr))
+_Static_assert(sizeof(struct msg_ipc) <= MW_FIFO_CELL, "cell too small");
+
+/* ---- CUDA driver (process-wide, loaded lazily) ---- */
+struct mw_cu {
+	void *dl;
+	int state;		/* 0 not tried, 1 loaded, -1 failed */
+	int driver_version;
+	_Atomic uint64_t calls;
+	CUresult (*Init)(unsigned int);
+	CUresult (*DriverGetVersion)(int *);
+	CUresult (*CtxGetCurrent)(CUcontext *);
+	CUresult (*CtxSetCurrent)(CUcontext);
+	CUresult (*PointerGetAttributes)(unsigned int, CUpointer_attribute *,
+					 void **, CUdeviceptr);
+	CUresult (*IpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+	CUresult (*IpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle,
+				     unsigned int);
+	CUresult (*IpcCloseMemHandle)(CUdeviceptr);
+	CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*StreamCreate)(CUstream *, unsigned int);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamDestroy)(CUstream);
+	CUresult (*EventCreate)(CUevent *, unsigned int);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventQuery)(CUevent);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventDestroy)(CUevent);
+	CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+};
+
+MW_HIDDEN extern struct mw_cu mw_cu;
+/* Count every driver call smcuda makes. */
+#define CU(fn, ...) (atomic_fetch_add_explicit(&mw_cu.calls, 1, \
+			memory_order_relaxed), mw_cu.fn(__VA_ARGS__))
+
+MW_HIDDEN int mw_cu_load(void);		/* 0 or -errno */
+MW_HIDDEN bool mw_cu_driver_present(void);	/* without loading it */
+
+/* What a buffer is. */
+struct mw_buf {
+	bool gpu;		/* device memory */
+	bool ipc_ok;		/* legacy CUDA IPC capable */
+	int dev;
+	CUcontext ctx;
+	uint64_t base, size, id;	/* containing allocation */
+};
+
+struct mw_smc;
+MW_HIDDEN int mw_buf_classify(struct mw_smc *c, const void *p, size_t len,
+			      struct mw_buf *b);
+MW_HIDDEN int mw_cuda_ready(struct mw_smc *c);	/* context current */
+MW_HIDDEN int mw_cuda_err(struct mw_smc *c, const char *what, CUresult r);
+MW_HIDDEN int mw_cuda_copy_sync(struct mw_smc *c, void *dst,
+				const void *src, size_t n);
+
+/* ---- remote handle cache (per peer) ---- */
+struct hc_entry {
+	uint64_t rbase, rsize, rid;
+	CUdeviceptr local;
+	uint32_t busy;		/* copies in flight */
+	bool doomed;		/* stale: close when idle */
+	bool used;		/* slot in use */
+	uint64_t last_use;
+};
+
+struct hcache {
+	struct hc_entry *e;
+	unsigned int n, cap;
+	uint64_t bytes;
+	uint64_t tick;
+};
+
+/* ---- per-peer endpoint ---- */
+struct req_list {
+	struct mw_smc_req *head, *tail;
+};
+
+struct ipc_ep {
+	int state;		/* enum mw_smc_ipc_state */
+	int retries;
+	int peer_dev;
+};
+
+struct mw_ep {
+	int peer;
+	bool dead;
+	/* compile-time slots, embedded: no indirection */
+	struct ipc_ep ipc;		/* slot 0 */
+	struct hcache hc;		/* slot 1 */
+	struct req_list sendq;		/* slot 2: in send order */
+	struct req_list recvq;		/* slot 3: posted receives */
+	void *slot[MW_SMC_SLOTS_MAX];	/* dynamic slots */
+	struct seg_pair *out, *in;
+	uint64_t hb_seen, hb_ms;	/* heartbeat across pid namespaces */
+	uint32_t send_seq;
+	uint64_t stream_wr, stream_rd;	/* bounce slot streams */
+	struct msg_ctl_pending *ctl_pending, *ctl_pending_tail;
+};
+
+struct msg_ctl_pending {
+	struct msg_ctl_pending *next;
+	struct msg_hdr h;
+};
+
+enum req_kind { REQ_SEND = 1, REQ_RECV };
+enum req_phase {
+	RP_QUEUED = 0,		/* send: RTS not pushed yet / recv: no msg */
+	RP_ACTIVE,		/* staged streaming / IPC RTS out */
+	RP_INFLIGHT,		/* recv: copy in event ring */
+	RP_DONE,
+};
+
+struct mw_smc_req {
+	struct mw_smc_req *next;
+	int kind, phase, peer;
+	uint32_t tag, seq;
+	unsigned char *buf;
+	size_t len, cap, done_bytes;
+	int path;
+	int error;
+	struct mw_buf b;
+	bool gpu;
+};
+
+struct ring_ent {
+	CUevent ev;
+	struct mw_smc_req *req;
+	int peer;
+	struct hc_entry *he;	/* may be NULL */
+	uint64_t rbase;		/* to find the entry again */
+	uint64_t rid;
+	bool nocache;		/* close after completion */
+	CUdeviceptr local;
+};
+
+struct slot_reg {
+	char name[32];
+};
+
+struct mw_smc {
+	struct seg_header *hdr;
+	size_t seg_size;
+	char path[256];
+	bool is_shm;
+	int rank, nranks;
+	uint64_t pidns;
+	uint64_t live_ms;	/* last liveness check */
+	pid_t peer_pid[MW_SMC_MAX_RANKS];
+	unsigned int timeout_ms;
+	unsigned int flags;
+	unsigned int hc_max_entries;
+	uint64_t hc_max_bytes;
+	struct mw_ep *ep;
+	struct slot_reg slots[MW_SMC_SLOTS_MAX];
+	int nslots;
+	/* CUDA side */
+	bool cuda_ready;
+	int dev;
+	CUcontext ctx;
+	CUstream stream;
+	struct ring_ent *ring;
+	unsigned int ring_size, ring_head, ring_count;
+	char last_error[160];
+	struct mw_smc_stats st;
+	/* test knobs */
+	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
+};
+
+/* segment.c */
+MW_HIDDEN int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg);
+MW_HIDDEN void mw_seg_close(struct mw_smc *c);
+MW_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
+MW_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
+MW_HIDDEN uint64_t mw_now_ms(void);
+
+/* ipc_state.c */
+MW_HIDDEN void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep);
+MW_HIDDEN void mw_ipc_on_ctl(struct mw_smc *c, struct mw_ep *ep,
+			     const struct msg_hdr *h);
+MW_HIDDEN int mw_ctl_send(struct mw_smc *c, struct mw_ep *ep, uint32_t type,
+			  uint32_t seq, uint32_t arg);
+MW_HIDDEN int mw_global_rank(struct mw_smc *c, int local);
+
+/* hcache.c */
+MW_HIDDEN int mw_hc_init(struct mw_smc *c, struct mw_ep *ep);
+MW_HIDDEN int mw_hc_get(struct mw_smc *c, struct mw_ep *ep,
+			const struct msg_ipc *m, struct hc_entry **out,
+			CUdeviceptr *local);
+MW_HIDDEN void mw_hc_put(struct mw_smc *c, struct mw_ep *ep,
+			 struct hc_entry *he);
+MW_HIDDEN void mw_hc_purge(struct mw_smc *c, struct mw_ep *ep, bool all);
+MW_HIDDEN void mw_hc_free(struct mw_smc *c, struct mw_ep *ep);
+
+/* evring.c */
+MW_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
+MW_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
+MW_HIDDEN void mw_ring_drain(struct mw_smc *c);
+MW_HIDDEN void mw_ring_free(struct mw_smc *c);
+
+/* xfer.c */
+MW_HIDDEN int mw_progress(struct mw_smc *c);
+MW_HIDDEN void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r,
+			     int err);
+MW_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# smcuda host tests. Needs TESTBIN and MMUWATCH_CUDA_LIB (the test double).
+set -u
+fail=0
+run() {
+	echo "== $*"
+	"$@" || { echo "FAILED: $*"; fail=1; }
+}
+cd /tmp || exit 1
+run "$TESTBIN/t_fifo"
+run "$TESTBIN/t_double"
+run "$TESTBIN/t_smc"
+# The real driver path links against the CUDA toolkit's stub libcuda.
+echo "== t_stublink (link check against the toolkit's stub libcuda)"
+if ldd "$TESTBIN/t_stublink" 2>/dev/null | grep -q 'libcuda.so.1' &&
+   nm -D "$TESTBIN/t_stublink" | grep -q ' U cuIpcOpenMemHandle_v2' &&
+   nm -D "$TESTBIN/t_stublink" | grep -q ' U cuMemcpyAsync$'; then
+	echo "ok t_stublink: needs libcuda.so.1, imports cuIpcOpenMemHandle_v2, cuMemcpyAsync"
+else
+	echo "FAILED: t_stublink does not import the driver entry points"
+	fail=1
+fi
+# valgrind on one multi-process scenario (children run under valgrind).
+if [ -n "${SAN:-}" ]; then
+	echo "skip valgrind in a sanitizer build"
+elif command -v valgrind >/dev/null 2>&1; then
+	run "$TESTBIN/t_smc" --valgrind churn fallback
+else
+	echo "FAILED: valgrind missing"; fail=1
+fi
+exit $fail

@@ -1,0 +1,1161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * smcuda end to end: 2 to 4 real processes (fork+exec of this binary) on
+ * the CUDA driver test double. Scenarios: churn (free/reallocate at the
+ * same base, larger at the same base, interior pointers) with zero wrong
+ * bytes and one cuIpcOpenMemHandle per distinct remote allocation; its
+ * negative control (buffer-id check off: wrong bytes must appear); every
+ * IPC state machine path; fallback paths; injected driver errors; the
+ * ALREADY_MAPPED recovery; the bounded event ring with copies in flight;
+ * a peer dying mid-transfer; bad input.
+ *
+ * usage: t_smc [--valgrind] [scenario...]
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "mmuwatch/smcuda.h"
+#include "tdapi.h"
+
+#define KB ((size_t)1 << 10)
+#define MB ((size_t)1 << 20)
+
+static struct mw_smc *C;
+static int R, N;
+
+static uint64_t seed(int rank, uint32_t tag)
+{
+	return ((uint64_t)rank << 32) | tag;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int open_ch(const char *job, unsigned int ring, unsigned int cache,
+		   size_t cache_bytes)
+{
+	struct mw_smc_config cfg = {
+		.size = sizeof(cfg), .job = job, .nranks = N, .rank = R,
+		.timeout_ms = 20000, .event_ring_size = ring,
+		.ipc_cache_max_entries = cache,
+		.ipc_cache_max_bytes = cache_bytes,
+	};
+	int e = mw_smc_open(&cfg, &C);
+
+	if (e) {
+		fprintf(stderr, "rank %d: open: %s\n", R, strerror(-e));
+		return e;
+	}
+	e = mw_smc_wait_peers(C);
+	if (e)
+		fprintf(stderr, "rank %d: wait_peers: %s\n", R, strerror(-e));
+	return e;
+}
+
+static struct mw_smc_stats stats(void)
+{
+	struct mw_smc_stats s;
+
+	mw_smc_get_stats(C, &s);
+	return s;
+}
+
+/* Blocking send; returns the path or a negative errno. */
+static int send_buf(int peer, uint32_t tag, const void *p, size_t len)
+{
+	struct mw_smc_req *r;
+	struct mw_smc_status st;
+	int e = mw_smc_isend(C, peer, tag, p, len, &r);
+
+	if (e)
+		return e;
+	e = mw_smc_wait(C, r, &st);
+	return e ? e : st.path;
+}
+
+/* Blocking receive and check; returns wrong bytes (or len on error). */
+static size_t recv_check(int peer, void *dst, size_t cap, bool gpu,
+			 int *path)
+{
+	struct mw_smc_status st = { 0 };
+	int e = mw_smc_recv(C, peer, dst, cap, &st);
+
+	if (path)
+		*path = e ? e : st.path;
+	if (e) {
+		fprintf(stderr, "rank %d: recv: %s\n", R, strerror(-e));
+		return cap ? cap : 1;
+	}
+	return gpu ? wrong_gpu((CUdeviceptr)dst, st.len, seed(peer, st.tag)) :
+		wrong_host(dst, st.len, seed(peer, st.tag));
+}
+
+static void go_send(int peer)
+{
+	char g = 'g';
+
+	CHECK(send_buf(peer, 0xffff, &g, 1) == MW_SMC_PATH_EAGER, "go");
+}
+
+static void go_recv(int peer)
+{
+	char g = 0;
+
+	CHECK(mw_smc_recv(C, peer, &g, 1, NULL) == 0 && g == 'g', "go");
+	mw_smc_progress(C);	/* control messages sent before it */
+}
+
+static CUdeviceptr galloc(size_t n)
+{
+	CUdeviceptr p = 0;
+
+	CHECK(T.MemAlloc(&p, n) == CUDA_SUCCESS, "cuMemAlloc %zu", n);
+	return p;
+}
+
+/* ---------------- churn ---------------- */
+
+#define CHURN_K 4
+#define CHURN_ITER 80
+
+static int churn(bool nobufid)
+{
+	int to = (R + 1) % N, from = (R + N - 1) % N;
+	CUdeviceptr slot[CHURN_K], gdst;
+	size_t size[CHURN_K];
+	unsigned char *hdst = malloc(2 * MB);
+	uint64_t ids[CHURN_K * CHURN_ITER];
+	int nids = 0, ipc = 0, staged = 0, same_base = 0, larger = 0;
+	uint32_t peer_distinct = 0;
+	size_t wrong = 0;
+	struct mw_smc_req *rr;
+	struct mw_smc_status st;
+	struct mw_smc_stats s;
+	unsigned long long opens0;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (nobufid)
+		mw_smc_test_knob(C, MW_SMC_KNOB_NO_BUFID_CHECK, 1);
+	gdst = galloc(2 * MB);
+	for (int i = 0; i < CHURN_K; i++) {
+		size[i] = 256 * KB;
+		slot[i] = galloc(size[i]);
+	}
+	opens0 = T.count("cuIpcOpenMemHandle");
+	/* first receive posted into GPU memory: this side is CUDA-ready */
+	CHECK(mw_smc_irecv(C, from, (void *)gdst, 2 * MB, &rr) == 0, "irecv");
+	for (uint32_t it = 0; it < CHURN_ITER; it++) {
+		int i = (int)(it % CHURN_K), path;
+		size_t off = 0, len;
+		bool gpu_dst = it % 2 == 0;
+		CUdeviceptr old = slot[i];
+		uint64_t id;
+
+		if (it >= CHURN_K && it % 5 == 4) {	/* same size, new id */
+			T.MemFree(slot[i]);
+			slot[i] = galloc(size[i]);
+			same_base += slot[i] == old;
+		} else if (it >= CHURN_K && it % 7 == 6 &&
+			   size[i] < 1536 * KB) {	/* larger, same base */
+			T.MemFree(slot[i]);
+			size[i] *= 2;
+			slot[i] = galloc(size[i]);
+			larger += slot[i] == old;
+		}
+		/* receive posted before sending: no head-to-head wait */
+		if (it > 0)
+			CHECK(mw_smc_irecv(C, from, gpu_dst ? (void *)gdst :
+				(void *)hdst, 2 * MB, &rr) == 0, "irecv");
+		if (it % 3 == 2)
+			off = 4096 * (it % 5) + 8;	/* interior pointer */
+		len = size[i] - off - (it % 1000);
+		fill_gpu(slot[i] + off, len, seed(R, it));
+		path = send_buf(to, it, (void *)(slot[i] + off), len);
+		CHECK(path > 0, "send %u: %d", it, path);
+		if (path == MW_SMC_PATH_IPC) {
+			ipc++;
+			id = buf_id(slot[i]);
+			for (int k = 0; k <= nids; k++)
+				if (k == nids) {
+					ids[nids++] = id;
+					break;
+				} else if (ids[k] == id) {
+					break;
+				}
+		} else {
+			staged++;
+		}
+		CHECK(mw_smc_wait(C, rr, &st) == 0, "recv %u", it);
+		CHECK(st.tag == it, "order: tag %u at %u", st.tag, it);
+		wrong += gpu_dst ? wrong_gpu(gdst, st.len, seed(from, st.tag)) :
+			wrong_host(hdst, st.len, seed(from, st.tag));
+	}
+	/* tell the receiver how many distinct allocations went by IPC */
+	CHECK(send_buf(to, 1 << 30, &nids, sizeof(nids)) ==
+	      MW_SMC_PATH_EAGER, "summary");
+	CHECK(mw_smc_recv(C, from, &peer_distinct, sizeof(peer_distinct),
+			  NULL) == 0, "summary");
+	s = stats();
+	printf("churn%s rank %d: msgs %d ipc %d staged %d same-base %d "
+	       "larger-same-base %d | from peer: distinct allocs %u opens %llu"
+	       " hits %llu stale %llu wrong bytes %zu faults %llu\n",
+	       nobufid ? "-nobufid" : "", R, CHURN_ITER, ipc, staged,
+	       same_base, larger, peer_distinct,
+	       T.count("cuIpcOpenMemHandle") - opens0,
+	       (unsigned long long)s.cache_hits,
+	       (unsigned long long)s.cache_stale, wrong, T.faults());
+	if (nobufid) {
+		/* negative control: a stale mapping must deliver old bytes */
+		CHECK(wrong > 0, "buffer-id check off but no wrong bytes");
+	} else {
+		CHECK(wrong == 0, "%zu wrong bytes", wrong);
+		CHECK(T.count("cuIpcOpenMemHandle") - opens0 == peer_distinct,
+		      "opens %llu != distinct %u",
+		      T.count("cuIpcOpenMemHandle") - opens0, peer_distinct);
+		CHECK(s.cache_stale > 0 && s.cache_hits > 0, "no churn seen");
+		CHECK(ipc > CHURN_ITER / 2, "ipc %d", ipc);
+		CHECK(same_base > 0 && larger > 0, "allocator reuse");
+	}
+	CHECK(T.faults() == 0, "faults");
+	for (int i = 0; i < CHURN_K; i++)
+		T.MemFree(slot[i]);
+	T.MemFree(gdst);
+	free(hdst);
+	return 0;
+}
+
+/* ---------------- state machine ---------------- */
+
+/* rank 1 receives the first host_first messages into host memory. */
+static int notready(int host_first, int total)
+{
+	size_t len = 100 * KB;
+
+	if (R == 0) {
+		CUdeviceptr b;
+		struct mw_smc_stats s;
+
+		if (td_gpu_init(0))
+			return 2;
+		b = galloc(len);
+		for (int k = 0; k < total; k++) {
+			int path;
+
+			fill_gpu(b, len, seed(0, k));
+			path = send_buf(1, k, (void *)b, len);
+			go_recv(1);
+			if (host_first >= 5 || k <= host_first)
+				CHECK(path == MW_SMC_PATH_STAGED, "k %d path %d",
+				      k, path);
+			else
+				CHECK(path == MW_SMC_PATH_IPC, "k %d path %d",
+				      k, path);
+		}
+		s = stats();
+		printf("notready(%d) rank 0: state %s notready %llu req sent "
+		       "%llu\n", host_first,
+		       mw_smc_ipc_state_name(mw_smc_ipc_state(C, 1)),
+		       (unsigned long long)s.ipc_notready,
+		       (unsigned long long)s.ipc_req_sent);
+		if (host_first >= 5) {
+			CHECK(mw_smc_ipc_state(C, 1) == MW_SMC_IPC_BAD, "BAD");
+			CHECK(s.ipc_notready == 5 && s.ipc_req_sent == 5,
+			      "5 tries");
+		} else {
+			CHECK(mw_smc_ipc_state(C, 1) == MW_SMC_IPC_OK, "OK");
+			CHECK(s.ipc_notready == (uint64_t)host_first,
+			      "notready %llu",
+			      (unsigned long long)s.ipc_notready);
+		}
+		T.MemFree(b);
+	} else {
+		unsigned char *h = malloc(len);
+		CUdeviceptr g = 0;
+		struct mw_smc_stats s;
+		size_t wrong = 0;
+
+		for (int k = 0; k < total; k++) {
+			if (k == host_first) {
+				s = stats();
+				/* lazy loading: host traffic made no calls */
+				CHECK(s.cuda_loaded == 0 && s.driver_calls == 0,
+				      "driver touched before a GPU buffer: "
+				      "loaded %d calls %llu", s.cuda_loaded,
+				      (unsigned long long)s.driver_calls);
+				if (td_gpu_init(0))
+					return 2;
+				g = galloc(len);
+			}
+			wrong += k < host_first ?
+				recv_check(0, h, len, false, NULL) :
+				recv_check(0, (void *)g, len, true, NULL);
+			go_send(0);
+		}
+		CHECK(wrong == 0, "%zu wrong", wrong);
+		if (host_first < 5)
+			CHECK(mw_smc_ipc_state(C, 0) == MW_SMC_IPC_OK,
+			      "receiver side %s", mw_smc_ipc_state_name(
+				      mw_smc_ipc_state(C, 0)));
+		if (g)
+			T.MemFree(g);
+		free(h);
+	}
+	return 0;
+}
+
+/* Both ranks ask at once; the lower global rank's request wins. */
+static int simul(void)
+{
+	int peer = 1 - R, path;
+	size_t len = 64 * KB, wrong = 0;
+	CUdeviceptr src, dst;
+	struct mw_smc_req *rr, *sr;
+	struct mw_smc_status st;
+	struct mw_smc_stats s;
+
+	if (td_gpu_init(0))
+		return 2;
+	src = galloc(len);
+	dst = galloc(len);
+	for (uint32_t round = 0; round < 3; round++) {
+		fill_gpu(src, len, seed(R, round));
+		/* isend pushes its REQ before it reads any: both ask at once */
+		CHECK(mw_smc_isend(C, peer, round, (void *)src, len, &sr) == 0,
+		      "isend");
+		CHECK(mw_smc_irecv(C, peer, (void *)dst, len, &rr) == 0, "irecv");
+		CHECK(mw_smc_wait(C, sr, &st) == 0, "send");
+		path = st.path;
+		CHECK(mw_smc_wait(C, rr, &st) == 0, "recv");
+		wrong += wrong_gpu(dst, st.len, seed(peer, st.tag));
+		go_send(peer);
+		go_recv(peer);
+		if (round == 2)
+			CHECK(path == MW_SMC_PATH_IPC, "after settling: %d",
+			      path);
+	}
+	s = stats();
+	printf("simultaneous rank %d: state %s dropped %llu yielded %llu "
+	       "wrong %zu\n", R, mw_smc_ipc_state_name(mw_smc_ipc_state(C, peer)),
+	       (unsigned long long)s.ipc_req_dropped,
+	       (unsigned long long)s.ipc_req_yielded, wrong);
+	CHECK(wrong == 0, "wrong %zu", wrong);
+	CHECK(mw_smc_ipc_state(C, peer) == MW_SMC_IPC_OK, "OK");
+	CHECK(R == 0 ? s.ipc_req_dropped == 1 && s.ipc_req_yielded == 0 :
+	      s.ipc_req_dropped == 0 && s.ipc_req_yielded == 1, "tie break");
+	T.MemFree(src);
+	T.MemFree(dst);
+	return 0;
+}
+
+/* Device 1 may map device 0, not the reverse (MWTD_DENY=0>1). */
+static int asym(void)
+{
+	int peer = 1 - R;
+	size_t len = 200 * KB, wrong = 0;
+	CUdeviceptr b;
+	int paths[2][4] = { { 0 } };
+	unsigned long long opens0;
+
+	if (td_gpu_init(R))
+		return 2;
+	b = galloc(len);
+	opens0 = T.count("cuIpcOpenMemHandle");
+	for (int dir = 0; dir < 2; dir++)
+		for (uint32_t k = 0; k < 4; k++) {
+			if (R == dir) {
+				fill_gpu(b, len, seed(R, k));
+				paths[dir][k] = send_buf(peer, k, (void *)b, len);
+				go_recv(peer);
+			} else {
+				wrong += recv_check(peer, (void *)b, len, true,
+						    NULL);
+				go_send(peer);
+			}
+		}
+	printf("asymmetric rank %d (device %d): state %s, paths out %d %d %d "
+	       "%d, opens %llu, wrong %zu\n", R, R,
+	       mw_smc_ipc_state_name(mw_smc_ipc_state(C, peer)),
+	       paths[R][0], paths[R][1], paths[R][2], paths[R][3],
+	       T.count("cuIpcOpenMemHandle") - opens0, wrong);
+	CHECK(wrong == 0, "wrong");
+	if (R == 0) {
+		CHECK(mw_smc_ipc_state(C, 1) == MW_SMC_IPC_OK, "0 -> 1 OK");
+		CHECK(paths[0][3] == MW_SMC_PATH_IPC, "0 -> 1 by IPC");
+		CHECK(T.count("cuIpcOpenMemHandle") == opens0, "0 opened");
+	} else {
+		CHECK(mw_smc_ipc_state(C, 0) == MW_SMC_IPC_BAD, "1 -> 0 BAD");
+		for (int k = 0; k < 4; k++)
+			CHECK(paths[1][k] == MW_SMC_PATH_STAGED, "staged");
+		CHECK(T.count("cuIpcOpenMemHandle") - opens0 == 1, "1 opened");
+	}
+	T.MemFree(b);
+	return 0;
+}
+
+/* ---------------- fallback and bad input across processes ---------- */
+
+static int fallback(void)
+{
+	size_t big = 1536 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr leg = galloc(300 * KB), pool = 0, vmm = 0;
+		unsigned char *h = malloc(big), small[100];
+		int p[8];
+		struct mw_smc_req *r;
+
+		CHECK(T.MemAllocAsync(&pool, 300 * KB, NULL) == CUDA_SUCCESS,
+		      "pool");
+		CHECK(T.alloc_kind(&vmm, MB, MWTD_KIND_VMM) == CUDA_SUCCESS,
+		      "vmm");
+		fill_gpu(leg, 300 * KB, seed(0, 0));
+		p[0] = send_buf(1, 0, (void *)leg, 300 * KB);
+		go_recv(1);
+		fill_gpu(leg, 300 * KB, seed(0, 1));
+		p[1] = send_buf(1, 1, (void *)leg, 300 * KB);
+		fill_gpu(pool, 300 * KB, seed(0, 2));
+		p[2] = send_buf(1, 2, (void *)pool, 300 * KB);
+		fill_gpu(vmm, MB, seed(0, 3));
+		p[3] = send_buf(1, 3, (void *)vmm, MB);
+		fill_host(h, big, seed(0, 4));
+		p[4] = send_buf(1, 4, h, big);
+		fill_host(small, 100, seed(0, 5));
+		p[5] = send_buf(1, 5, small, 100);
+		p[6] = send_buf(1, 6, h, 0);
+		fill_host(h, 4 * KB, seed(0, 7));
+		p[7] = send_buf(1, 7, h, 4 * KB);	/* receiver too small */
+		CHECK(send_buf(1, 8, small, 100) == MW_SMC_PATH_EAGER, "8");
+		fill_host(h, big, seed(0, 9));
+		CHECK(send_buf(1, 9, h, big) == MW_SMC_PATH_STAGED, "9");
+		/* GPU buffer running past its allocation */
+		CHECK(mw_smc_isend(C, 1, 10, (void *)(leg + 300 * KB - 10), 100,
+				   &r) == -EINVAL, "overrun accepted");
+		printf("fallback rank 0: paths legacy %d %d pool %d vmm %d "
+		       "host-big %d host-small %d empty %d\n", p[0], p[1], p[2],
+		       p[3], p[4], p[5], p[6]);
+		CHECK(p[0] == MW_SMC_PATH_STAGED && p[1] == MW_SMC_PATH_IPC,
+		      "legacy");
+		CHECK(p[2] == MW_SMC_PATH_STAGED && p[3] == MW_SMC_PATH_STAGED,
+		      "pool/vmm staged");
+		CHECK(p[4] == MW_SMC_PATH_STAGED && p[5] == MW_SMC_PATH_EAGER &&
+		      p[6] == MW_SMC_PATH_EAGER, "host");
+		T.MemFree(leg);
+		T.MemFreeAsync(pool, NULL);
+		T.MemFree(vmm);
+		free(h);
+	} else {
+		CUdeviceptr g = galloc(2 * MB);
+		unsigned char *h = malloc(2 * MB), tiny[10];
+		size_t wrong = 0;
+		int path;
+		struct mw_smc_status st;
+		unsigned long long opens0 = T.count("cuIpcOpenMemHandle");
+
+		wrong += recv_check(0, (void *)g, 2 * MB, true, NULL);
+		go_send(0);
+		wrong += recv_check(0, h, 2 * MB, false, &path);
+		CHECK(path == MW_SMC_PATH_IPC, "IPC into host memory");
+		wrong += recv_check(0, (void *)g, 2 * MB, true, NULL);
+		wrong += recv_check(0, h, 2 * MB, false, NULL);
+		wrong += recv_check(0, (void *)g, 2 * MB, true, NULL);
+		wrong += recv_check(0, (void *)g, 2 * MB, true, NULL);
+		CHECK(mw_smc_recv(C, 0, NULL, 0, &st) == 0 && st.len == 0 &&
+		      st.tag == 6, "empty message");
+		CHECK(mw_smc_recv(C, 0, h, KB, &st) == -EMSGSIZE,
+		      "staged into small buffer");
+		CHECK(mw_smc_recv(C, 0, tiny, 10, &st) == -EMSGSIZE,
+		      "eager into small buffer");
+		wrong += recv_check(0, h, 2 * MB, false, NULL);
+		printf("fallback rank 1: wrong %zu, opens %llu\n", wrong,
+		       T.count("cuIpcOpenMemHandle") - opens0);
+		CHECK(wrong == 0, "wrong %zu", wrong);
+		CHECK(T.count("cuIpcOpenMemHandle") - opens0 == 1, "opens");
+		T.MemFree(g);
+		free(h);
+	}
+	return 0;
+}
+
+/* ---------------- injected driver errors ---------------- */
+
+static int inject(void)
+{
+	enum { M = 9 };
+	size_t len = 128 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr b[M];
+		int p[M];
+
+		for (int k = 0; k < M; k++) {
+			b[k] = galloc(len);	/* each a new allocation */
+			fill_gpu(b[k], len, seed(0, k));
+			p[k] = send_buf(1, k, (void *)b[k], len);
+			go_recv(1);
+		}
+		for (int k = 0; k < M; k++)
+			CHECK(p[k] > 0, "send %d: %d", k, p[k]);
+		printf("inject rank 0: paths");
+		for (int k = 0; k < M; k++)
+			printf(" %d", p[k]);
+		printf(", redone staged after NAK %llu\n",
+		       (unsigned long long)stats().staged_fallback_nak);
+		CHECK(stats().staged_fallback_nak == 4, "NAKs %llu",
+		      (unsigned long long)stats().staged_fallback_nak);
+		for (int k = 0; k < M; k++)
+			T.MemFree(b[k]);
+	} else {
+		CUdeviceptr g = galloc(len);
+		size_t wrong = 0;
+		struct mw_smc_stats s;
+		unsigned long long opens0 = T.count("cuIpcOpenMemHandle");
+
+		for (int k = 0; k < M; k++) {
+			switch (k) {
+			case 2:
+				T.inject("cuIpcOpenMemHandle",
+					 CUDA_ERROR_MAP_FAILED, 0, 1);
+				break;
+			case 3:
+				T.inject("cuIpcOpenMemHandle",
+					 CUDA_ERROR_OUT_OF_MEMORY, 0, 1);
+				break;
+			case 4:
+			case 5:
+			case 6:
+				T.inject("cuIpcOpenMemHandle",
+					 CUDA_ERROR_ALREADY_MAPPED, 0, k - 3);
+				break;
+			case 7:
+				T.inject("cuIpcOpenMemHandle",
+					 CUDA_ERROR_TOO_MANY_PEERS, 0, 1);
+				break;
+			}
+			wrong += recv_check(0, (void *)g, len, true, NULL);
+			if (k == 6)
+				CHECK(strstr(mw_smc_last_error(C),
+					     "ALREADY_MAPPED"), "error text: %s",
+				      mw_smc_last_error(C));
+			go_send(0);
+		}
+		s = stats();
+		printf("inject rank 1: wrong %zu, open calls %llu, already "
+		       "mapped %llu (gave up %llu), open failures %llu\n",
+		       wrong, T.count("cuIpcOpenMemHandle") - opens0,
+		       (unsigned long long)s.cache_already_mapped,
+		       (unsigned long long)s.cache_already_mapped_fail,
+		       (unsigned long long)s.cache_open_fail);
+		CHECK(wrong == 0, "wrong %zu", wrong);
+		CHECK(s.cache_already_mapped == 5 &&
+		      s.cache_already_mapped_fail == 1 &&
+		      s.cache_open_fail == 3, "counters");
+		/* m1..m8: 1+1+1+2+3+3+1+1 */
+		CHECK(T.count("cuIpcOpenMemHandle") - opens0 == 13, "calls");
+		T.MemFree(g);
+	}
+	return 0;
+}
+
+/* New allocation overlapping an older cached one at another base. */
+static int overlap(bool noscan)
+{
+	if (td_gpu_init(0))
+		return 2;
+	if (noscan)
+		mw_smc_test_knob(C, MW_SMC_KNOB_NO_OVERLAP_SCAN, 1);
+	if (R == 0) {
+		CUdeviceptr w = galloc(4 * KB), a = galloc(2 * MB);
+		CUdeviceptr b = galloc(2 * MB), c;
+
+		fill_gpu(w, 4 * KB, seed(0, 0));
+		send_buf(1, 0, (void *)w, 4 * KB);
+		go_recv(1);
+		fill_gpu(a, 2 * MB, seed(0, 1));
+		CHECK(send_buf(1, 1, (void *)a, 2 * MB) == MW_SMC_PATH_IPC, "a");
+		fill_gpu(b, 2 * MB, seed(0, 2));
+		CHECK(send_buf(1, 2, (void *)b, 2 * MB) == MW_SMC_PATH_IPC, "b");
+		T.MemFree(a);
+		T.MemFree(b);
+		c = galloc(3 * MB);
+		CHECK(c == a, "c reuses a's base");
+		fill_gpu(c, 3 * MB, seed(0, 3));
+		CHECK(send_buf(1, 3, (void *)c, 3 * MB) == MW_SMC_PATH_IPC, "c");
+		T.MemFree(c);
+		T.MemFree(w);
+	} else {
+		CUdeviceptr g = galloc(3 * MB);
+		size_t wrong = 0;
+		struct mw_smc_stats s;
+
+		wrong += recv_check(0, (void *)g, 3 * MB, true, NULL);
+		go_send(0);
+		for (int k = 1; k < 4; k++)
+			wrong += recv_check(0, (void *)g, 3 * MB, true, NULL);
+		s = stats();
+		printf("overlap%s rank 1: wrong %zu stale %llu already-mapped "
+		       "%llu open mappings %d\n", noscan ? "-noscan" : "", wrong,
+		       (unsigned long long)s.cache_stale,
+		       (unsigned long long)s.cache_already_mapped,
+		       T.open_mappings());
+		CHECK(wrong == 0, "wrong");
+		CHECK(noscan ? s.cache_already_mapped == 1 :
+		      s.cache_already_mapped == 0 && s.cache_stale == 2,
+		      "recovery path");
+		T.MemFree(g);
+	}
+	return 0;
+}
+
+/* ---------------- event ring, copies in flight ---------------- */
+
+static int ring(bool nopin)
+{
+	enum { M = 6 };
+	size_t len = 64 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr b[M + 1];
+		struct mw_smc_req *r[M];
+
+		b[M] = galloc(len);
+		fill_gpu(b[M], len, seed(0, 100));
+		send_buf(1, 100, (void *)b[M], len);
+		go_recv(1);
+		for (int k = 0; k < M; k++) {
+			b[k] = galloc(len);
+			fill_gpu(b[k], len, seed(0, k));
+			CHECK(mw_smc_isend(C, 1, k, (void *)b[k], len, &r[k]) == 0,
+			      "isend");
+		}
+		for (int k = 0; k < M; k++)
+			CHECK(mw_smc_wait(C, r[k], NULL) == 0, "send %d", k);
+		for (int k = 0; k <= M; k++)
+			T.MemFree(b[k]);
+	} else {
+		CUdeviceptr g = galloc(M * len);
+		struct mw_smc_req *r[M];
+		int done[M] = { 0 }, order_bad = 0, loops = 0;
+		size_t wrong = 0;
+		struct mw_smc_stats s;
+		int max_pending = 0, max_maps = 0;
+		uint64_t copies0;
+
+		if (nopin)
+			mw_smc_test_knob(C, MW_SMC_KNOB_NO_INFLIGHT_PIN, 1);
+		wrong += recv_check(0, (void *)g, len, true, NULL);
+		go_send(0);
+		T.set_manual(1);
+		copies0 = stats().copies;
+		for (int k = 0; k < M; k++)
+			CHECK(mw_smc_irecv(C, 0, (void *)(g + k * len), len,
+					   &r[k]) == 0, "irecv");
+		uint64_t t_end = now_ms() + 20000;
+
+		for (int all = 0; !all && now_ms() < t_end; loops++) {
+			all = 1;
+			/* newest first: a later one done means earlier done */
+			for (int k = M - 1; k >= 0; k--) {
+				if (!done[k])
+					mw_smc_test(C, r[k], &done[k]);
+				all &= done[k];
+				if (k < M - 1 && done[k + 1] && !done[k])
+					order_bad++;
+			}
+			if (T.pending() > max_pending)
+				max_pending = T.pending();
+			if (T.open_mappings() > max_maps)
+				max_maps = T.open_mappings();
+			/* the "GPU" is stalled until every copy was issued
+			 * through the 2-entry ring, then slow */
+			if (stats().copies - copies0 == M && loops % 50 == 49)
+				T.advance(1);
+			if (loops % 1000 == 999)
+				usleep(1000);
+		}
+		T.set_manual(0);
+		for (int k = 0; k < M; k++) {
+			struct mw_smc_status st;
+
+			CHECK(mw_smc_wait(C, r[k], &st) == 0 && st.path ==
+			      MW_SMC_PATH_IPC, "recv %d", k);
+			if (nopin)
+				continue;
+			wrong += wrong_gpu(g + k * len, len, seed(0, k));
+		}
+		s = stats();
+		if (nopin) {
+			/* negative control: the unpinned mapping is gone */
+			for (int k = 0; k < M; k++)
+				wrong += wrong_gpu(g + k * len, len, seed(0, k));
+			printf("ring-nopin rank 1: mappings closed under copies "
+			       "in flight: faults %llu, wrong bytes %zu\n",
+			       T.faults(), wrong);
+			CHECK(T.faults() > 0 && wrong > 0, "no fault seen");
+			T.MemFree(g);
+			return 0;
+		}
+		printf("ring rank 1: ring 2, cache bound 1: wrong %zu, out of "
+		       "order %d, ring-full waits %llu, max pending ops %d, "
+		       "faults %llu, evictions %llu, entries %llu, max open "
+		       "mappings %d\n", wrong,
+		       order_bad, (unsigned long long)s.ring_full_waits,
+		       max_pending, T.faults(),
+		       (unsigned long long)s.cache_evictions,
+		       (unsigned long long)s.cache_entries, max_maps);
+		CHECK(wrong == 0 && order_bad == 0, "data/order");
+		/* bound 1, yet both busy mappings stayed open */
+		CHECK(max_maps >= 2, "busy mapping closed early");
+		CHECK(s.ring_full_waits > 0, "ring never full");
+		CHECK(T.faults() == 0, "mapping closed under a copy");
+		CHECK(s.cache_entries <= 1 && s.cache_evictions >= M - 1,
+		      "cache bound");
+		T.MemFree(g);
+	}
+	return 0;
+}
+
+/* ---------------- LRU bounded by bytes ---------------- */
+
+/* 1 MiB bound, 300 KiB allocations kept alive: at most 3 stay mapped. */
+static int lru(void)
+{
+	enum { M = 6 };
+	size_t len = 300 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr b[M];
+
+		for (int k = 0; k < M; k++) {
+			b[k] = galloc(len);
+			fill_gpu(b[k], len, seed(0, k));
+		}
+		for (int k = 0; k < M + 2; k++) {
+			/* 0..5, then 5 again (hit) and 0 again (evicted) */
+			int i = k < M ? k : k == M ? M - 1 : 0;
+
+			fill_gpu(b[i], len, seed(0, k));
+			send_buf(1, k, (void *)b[i], len);
+			go_recv(1);
+		}
+		for (int k = 0; k < M; k++)
+			T.MemFree(b[k]);
+	} else {
+		CUdeviceptr g = galloc(len);
+		size_t wrong = 0;
+		struct mw_smc_stats s;
+		uint64_t max_bytes = 0;
+		unsigned long long opens0 = T.count("cuIpcOpenMemHandle");
+
+		for (int k = 0; k < M + 2; k++) {
+			wrong += recv_check(0, (void *)g, len, true, NULL);
+			s = stats();
+			if (s.cache_bytes > max_bytes)
+				max_bytes = s.cache_bytes;
+			go_send(0);
+		}
+		s = stats();
+		printf("lru rank 1: bound 1 MiB: max cached bytes %llu, "
+		       "entries %llu, evictions %llu, opens %llu, hits %llu, "
+		       "open mappings %d, wrong %zu\n",
+		       (unsigned long long)max_bytes,
+		       (unsigned long long)s.cache_entries,
+		       (unsigned long long)s.cache_evictions,
+		       T.count("cuIpcOpenMemHandle") - opens0,
+		       (unsigned long long)s.cache_hits, T.open_mappings(),
+		       wrong);
+		CHECK(wrong == 0, "wrong");
+		CHECK(max_bytes <= MB && s.cache_entries == 3, "byte bound");
+		/* message 0 went staged (handshake), 1..5 opened (3 evicted
+		 * on the way), 5 again hits, allocation 0 is opened now */
+		CHECK(T.count("cuIpcOpenMemHandle") - opens0 == M &&
+		      s.cache_hits == 1 && s.cache_evictions == 3, "LRU");
+		CHECK(T.open_mappings() == 3, "mappings");
+		T.MemFree(g);
+	}
+	return 0;
+}
+
+/* ---------------- a peer dies mid-transfer ---------------- */
+
+static int death(void)
+{
+	size_t len = 4 * MB;
+	unsigned char *h = malloc(len);
+
+	if (R == 0) {
+		struct mw_smc_req *r;
+
+		fill_host(h, len, seed(0, 0));
+		CHECK(mw_smc_isend(C, 1, 0, h, len, &r) == 0, "isend");
+		for (int i = 0; i < 1000; i++)
+			mw_smc_progress(C);
+		usleep(300000);		/* stalls mid-transfer, then dies */
+		raise(SIGKILL);
+	} else {
+		uint64_t t0;
+		int e;
+
+		t0 = now_ms();
+		e = mw_smc_recv(C, 0, h, len, NULL);
+		printf("death rank 1: recv from a peer killed mid-transfer "
+		       "(it stalled 300 ms first): %s after %llu ms\n",
+		       strerror(-e), (unsigned long long)(now_ms() - t0));
+		CHECK(e == -ECONNRESET, "recv: %d", e);
+		CHECK(now_ms() - t0 < 5000, "slow detection");
+		CHECK(mw_smc_send(C, 0, 1, h, 10) == -ECONNRESET, "send");
+		CHECK(mw_smc_peer_alive(C, 0) == 0, "alive?");
+	}
+	free(h);
+	return 0;
+}
+
+/* ---------------- child dispatch ---------------- */
+
+static int child(const char *scen, const char *job)
+{
+	int rc;
+
+	t_name = scen;
+	if (!strcmp(scen, "asym"))
+		setenv("MWTD_DEVICE", R ? "1" : "0", 1);
+	if (!strcmp(scen, "overlap_noscan"))
+		setenv("MWTD_REOPEN", "already_mapped", 1);
+	if (open_ch(job, !strncmp(scen, "ring", 4) ? 2 : 0,
+		    !strncmp(scen, "ring", 4) ? 1 : 0,
+		    !strcmp(scen, "lru") ? MB : 0))
+		return 2;
+	if (!strcmp(scen, "churn"))
+		rc = churn(false);
+	else if (!strcmp(scen, "churn_nobufid"))
+		rc = churn(true);
+	else if (!strcmp(scen, "notready"))
+		rc = notready(5, 7);
+	else if (!strcmp(scen, "retry"))
+		rc = notready(2, 6);
+	else if (!strcmp(scen, "simul"))
+		rc = simul();
+	else if (!strcmp(scen, "asym"))
+		rc = asym();
+	else if (!strcmp(scen, "fallback"))
+		rc = fallback();
+	else if (!strcmp(scen, "inject"))
+		rc = inject();
+	else if (!strcmp(scen, "overlap"))
+		rc = overlap(false);
+	else if (!strcmp(scen, "overlap_noscan"))
+		rc = overlap(true);
+	else if (!strcmp(scen, "ring"))
+		rc = ring(false);
+	else if (!strcmp(scen, "ring_nopin"))
+		rc = ring(true);
+	else if (!strcmp(scen, "death"))
+		rc = death();
+	else if (!strcmp(scen, "lru"))
+		rc = lru();
+	else
+		rc = 2;
+	CHECK(mw_smc_close(C) == 0, "close");
+	if (rc)
+		return rc;
+	return t_fail ? 1 : 0;
+}
+
+/* ---------------- bad input (in this process) ---------------- */
+
+static void badinput(void)
+{
+	struct mw_smc_config cfg = { .size = sizeof(cfg), .job = "x",
+				     .nranks = 2, .rank = -1,
+				     .timeout_ms = 300, .flags =
+				     MW_SMC_F_NO_CUDA };
+	struct mw_smc_config b;
+	struct mw_smc *c0, *c1, *c2;
+	struct mw_smc_req *r;
+	char job[80], buf[300 * 1024], out[300 * 1024];
+	struct mw_smc_status st;
+	int done0 = 0, done1 = 0, e;
+	pid_t dead;
+	pid_t pids[2];
+	const char *bad_jobs[] = { "", "a/b", "../x", ".hidden", "sp ace",
+		"0123456789012345678901234567890123456789012345678901234567890123" };
+
+	t_name = "badinput";
+	snprintf(job, sizeof(job), "t-%d-bad", (int)getpid());
+	cfg.job = job;
+	CHECK(mw_smc_open(NULL, &c0) == -EINVAL, "NULL cfg");
+	CHECK(mw_smc_open(&cfg, NULL) == -EINVAL, "NULL out");
+	for (size_t i = 0; i < sizeof(bad_jobs) / sizeof(bad_jobs[0]); i++) {
+		b = cfg;
+		b.job = bad_jobs[i];
+		CHECK(mw_smc_open(&b, &c0) == -EINVAL, "job '%s'", bad_jobs[i]);
+	}
+	b = cfg; b.job = NULL;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "NULL job");
+	b = cfg; b.size = 8;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "size");
+	b = cfg; b.nranks = MW_SMC_MAX_RANKS + 1;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "nranks");
+	b = cfg; b.nranks = -1;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "nranks<0");
+	b = cfg; b.rank = 2;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "rank");
+	b = cfg; b.flags = 0x80;
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "flags");
+	b = cfg; b.dir = "";
+	CHECK(mw_smc_open(&b, &c0) == -EINVAL, "dir");
+
+	/* two channels of one job in this process: arrival-order ranks */
+	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0");
+	CHECK(mw_smc_open(&cfg, &c1) == 0, "open 1");
+	CHECK(mw_smc_open(&cfg, &c2) == -EBUSY, "third of two");
+	b = cfg; b.nranks = 3;
+	CHECK(mw_smc_open(&b, &c2) == -EINVAL, "nranks mismatch");
+	CHECK(mw_smc_rank(c0) == 0 && mw_smc_rank(c1) == 1, "ranks");
+	CHECK(mw_smc_wait_peers(c0) == 0, "wait_peers");
+	CHECK(mw_smc_isend(NULL, 1, 0, buf, 1, &r) == -EINVAL, "NULL c");
+	CHECK(mw_smc_isend(c0, 0, 0, buf, 1, &r) == -EINVAL, "self");
+	CHECK(mw_smc_isend(c0, 2, 0, buf, 1, &r) == -EINVAL, "peer range");
+	CHECK(mw_smc_isend(c0, -1, 0, buf, 1, &r) == -EINVAL, "peer < 0");
+	CHECK(mw_smc_isend(c0, 1, 0, NULL, 1, &r) == -EINVAL, "NULL buf");
+	CHECK(mw_smc_isend(c0, 1, 0, buf, 1, NULL) == -EINVAL, "NULL req");
+	CHECK(mw_smc_irecv(c0, 1, NULL, 5, &r) == -EINVAL, "NULL rbuf");
+	CHECK(mw_smc_wait(c0, NULL, NULL) == -EINVAL, "wait NULL");
+	CHECK(mw_smc_test(c0, NULL, &done0) == -EINVAL, "test NULL");
+	CHECK(mw_smc_ipc_state(c0, 0) == -EINVAL, "state self");
+	CHECK(mw_smc_test_knob(c0, 99, 1) == -EINVAL, "knob");
+	CHECK(mw_smc_test_knob(c0, MW_SMC_KNOB_NO_CACHE, 7) == -EINVAL,
+	      "knob value");
+	CHECK(mw_smc_slot_register(c0, NULL) == -EINVAL, "slot NULL");
+	CHECK(mw_smc_slot_register(c0, "0123456789012345678901234567890123")
+	      == -EINVAL, "slot name");
+	e = mw_smc_slot_register(c0, "rcache");
+	CHECK(e == MW_SMC_SLOT_DYN0 && mw_smc_slot_register(c0, "rcache") == e,
+	      "slot register");
+	CHECK(mw_smc_slot_set(c0, 1, e, buf) == 0 &&
+	      mw_smc_slot_get(c0, 1, e) == buf, "slot data");
+	CHECK(mw_smc_slot_set(c0, 1, e + 1, buf) == -EINVAL, "unregistered");
+	CHECK(mw_smc_slot_set(c0, 1, 0, buf) == -EINVAL, "static slot set");
+	CHECK(mw_smc_slot_get(c0, 1, 0) != NULL, "static slot get");
+	for (int i = 0; i < MW_SMC_SLOTS_MAX; i++) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "s%d", i);
+		e = mw_smc_slot_register(c0, n);
+	}
+	CHECK(e == -ENOSPC, "slot overflow");
+	/* staged within one thread: alternate the two channels */
+	fill_host(buf, sizeof(buf), seed(0, 5));
+	CHECK(mw_smc_isend(c0, 1, 5, buf, sizeof(buf), &r) == 0, "isend");
+	{
+		struct mw_smc_req *rr;
+
+		CHECK(mw_smc_irecv(c1, 0, out, sizeof(out), &rr) == 0, "irecv");
+		for (int i = 0; i < 100000 && !(done0 && done1); i++) {
+			mw_smc_test(c0, r, &done0);
+			mw_smc_test(c1, rr, &done1);
+		}
+		CHECK(mw_smc_wait(c0, r, NULL) == 0, "send");
+		CHECK(mw_smc_wait(c1, rr, &st) == 0 && st.len == sizeof(buf) &&
+		      st.tag == 5 && wrong_host(out, st.len, seed(0, 5)) == 0,
+		      "staged in one process");
+	}
+	CHECK(mw_smc_close(c1) == 0, "close 1");
+	CHECK(mw_smc_recv(c0, 1, out, 10, NULL) == -ECONNRESET, "left peer");
+	CHECK(mw_smc_close(c0) == 0, "close 0");
+	snprintf(out, sizeof(out), "/dev/shm/mw-smc-%s", job);
+	CHECK(access(out, F_OK) != 0, "segment left behind");
+	CHECK(mw_smc_close(NULL) == -EINVAL, "close NULL");
+
+	/* a peer named by the launcher that died before joining */
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	pids[0] = getpid();
+	pids[1] = dead;
+	b = cfg;
+	b.rank = 0;
+	b.peer_pids = pids;
+	b.timeout_ms = 10000;
+	CHECK(mw_smc_open(&b, &c0) == 0, "open");
+	CHECK(mw_smc_wait_peers(c0) == -ECONNRESET, "dead before join");
+	CHECK(mw_smc_recv(c0, 1, out, 10, NULL) == -ECONNRESET, "recv dead");
+	mw_smc_close(c0);
+	/* unknown peer that never comes: bounded wait */
+	b = cfg;
+	b.rank = 0;
+	CHECK(mw_smc_open(&b, &c0) == 0, "open");
+	CHECK(mw_smc_wait_peers(c0) == -ETIMEDOUT, "never joins");
+	CHECK(mw_smc_recv(c0, 1, out, 10, NULL) == -ETIMEDOUT, "recv bound");
+	mw_smc_close(c0);
+	snprintf(out, sizeof(out), "/dev/shm/mw-smc-%s", job);
+	CHECK(access(out, F_OK) != 0, "segment of a finished job left");
+	/* directory rendezvous */
+	b = cfg;
+	b.dir = "/tmp";
+	CHECK(mw_smc_open(&b, &c0) == 0 && mw_smc_open(&b, &c1) == 0, "dir");
+	CHECK(mw_smc_send(c0, 1, 3, "hello", 5) == 0 &&
+	      mw_smc_recv(c1, 0, out, 10, &st) == 0 && st.len == 5 &&
+	      !memcmp(out, "hello", 5), "dir eager");
+	mw_smc_close(c0);
+	mw_smc_close(c1);
+	printf("%s badinput\n", t_fail ? "FAIL" : "ok");
+}
+
+/* ---------------- parent ---------------- */
+
+struct scen {
+	const char *name;
+	int n;
+	bool rank0_killed;
+};
+
+static const struct scen scens[] = {
+	{ "churn", 2, false }, { "churn", 3, false }, { "churn", 4, false },
+	{ "churn_nobufid", 2, false }, { "notready", 2, false },
+	{ "retry", 2, false }, { "simul", 2, false }, { "asym", 2, false },
+	{ "fallback", 2, false }, { "inject", 2, false },
+	{ "overlap", 2, false }, { "overlap_noscan", 2, false },
+	{ "ring", 2, false }, { "ring_nopin", 2, false }, { "lru", 2, false },
+	{ "death", 2, true },
+};
+
+static int run(const struct scen *s, bool vg)
+{
+	char job[80], shm[128], seg[160], rk[16], nk[16], self[4096];
+	pid_t pid[8];
+	int fails = 0, left;
+	uint64_t deadline = now_ms() + (vg ? 300000 : 60000);
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (sl <= 0)
+		return 1;
+	self[sl] = 0;
+	snprintf(job, sizeof(job), "t-%d-%s-%d", (int)getpid(), s->name, s->n);
+	snprintf(shm, sizeof(shm), "/dev/shm/mwtd-%s", job);
+	snprintf(seg, sizeof(seg), "/dev/shm/mw-smc-%s", job);
+	setenv("MWTD_SHM", shm, 1);
+	setenv("MWTD_HEAP_MB", "512", 1);
+	if (!strcmp(s->name, "asym"))
+		setenv("MWTD_DENY", "0>1", 1);
+	else
+		unsetenv("MWTD_DENY");
+	snprintf(nk, sizeof(nk), "%d", s->n);
+	for (int r = 0; r < s->n; r++) {
+		snprintf(rk, sizeof(rk), "%d", r);
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			if (vg)
+				execlp("valgrind", "valgrind", "-q",
+				       "--error-exitcode=97", "--leak-check=full",
+				       "--errors-for-leak-kinds=definite",
+				       self, "child", s->name, rk, nk, job,
+				       (char *)NULL);
+			else
+				execl(self, self, "child", s->name, rk, nk, job,
+				      (char *)NULL);
+			_exit(127);
+		}
+	}
+	for (left = s->n; left > 0;) {
+		int st;
+		pid_t w = waitpid(-1, &st, WNOHANG);
+
+		if (w == 0) {
+			if (now_ms() > deadline) {
+				fprintf(stderr, "%s/%d: HANG, killing\n",
+					s->name, s->n);
+				for (int r = 0; r < s->n; r++)
+					kill(pid[r], SIGKILL);
+				fails++;
+				deadline = UINT64_MAX;
+			}
+			usleep(2000);
+			continue;
+		}
+		if (w < 0)
+			break;
+		left--;
+		for (int r = 0; r < s->n; r++) {
+			bool ok;
+
+			if (pid[r] != w)
+				continue;
+			ok = (r == 0 && s->rank0_killed) ?
+				WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL :
+				WIFEXITED(st) && WEXITSTATUS(st) == 0;
+			if (!ok) {
+				fprintf(stderr, "%s/%d rank %d: status 0x%x\n",
+					s->name, s->n, r, st);
+				fails++;
+			}
+		}
+	}
+	if (access(seg, F_OK) == 0) {
+		fprintf(stderr, "%s/%d: segment not removed at teardown\n",
+			s->name, s->n);
+		fails++;
+		unlink(seg);
+	}
+	unlink(shm);
+	printf("%s %s (%d processes%s)\n", fails ? "FAIL" : "ok", s->name,
+	       s->n, vg ? ", valgrind" : "");
+	fflush(stdout);
+	return fails;
+}
+
+int main(int argc, char **argv)
+{
+	bool vg = false;
+	int fails = 0, ran = 0;
+
+	if (argc == 6 && !strcmp(argv[1], "child")) {
+		R = atoi(argv[3]);
+		N = atoi(argv[4]);
+		return child(argv[2], argv[5]);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "--valgrind")) {
+		vg = true;
+		argc--;
+		argv++;
+	}
+	for (size_t i = 0; i < sizeof(scens) / sizeof(scens[0]); i++) {
+		bool want = argc == 1;
+
+		for (int a = 1; a < argc; a++)
+			want |= !strcmp(argv[a], scens[i].name);
+		if (!want || (vg && scens[i].n != 2))
+			continue;
+		fails += run(&scens[i], vg);
+		ran++;
+	}
+	if (argc == 1 || (argc > 1 && !strcmp(argv[1], "badinput"))) {
+		badinput();
+		fails += t_fail;
+		ran++;
+	}
+	printf("%s t_smc: %d scenario runs, %d failures\n",
+	       fails ? "FAIL" : "ok", ran, fails);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest: kernel-module benchmarks (build/bench/mw-kbench), all in this one
+# VM run, so the ratios compare like with like. TCG timings are emulated:
+# absolute numbers mean little, ratios within the run are what to read.
+#
+# munmap latency of an unwatched 4-page range (median of MW_BENCH_REPS
+# munmaps) with the module not loaded (rmmod), and loaded with 0, 1, 1k and
+# 100k watches elsewhere. The configurations are interleaved over
+# MW_BENCH_ROUNDS rounds and each reported value is the median over the
+# rounds, so slow drift of the emulator hits all of them alike.
+# Ratios printed at the end, among them:
+#   munmap_100k_watches_vs_none = munmap with 100k watches elsewhere /
+#                                 munmap with the module not loaded
+#   watch_batch_vs_single       = time per range with single WATCH ioctls /
+#                                 time per range in WATCH_BATCH of 256
+#                                 (> 1: batching is faster)
+set -eu
+B=$MW_TOP/build/bench/mw-kbench
+KO=${MW_KO:?}
+REPS=${MW_BENCH_REPS:-4000}
+ROUNDS=${MW_BENCH_ROUNDS:-3}
+[ -x "$B" ] || { echo "no $B (make -C bench bench)"; exit 1; }
+echo "# mmuwatch kernel benchmarks on $MW_KVER, qemu TCG: timings are emulated,"
+echo "# compare ratios within this run only. munmap: median of $REPS, $ROUNDS rounds."
+log=$(mktemp)
+
+# Median over rounds of RESULT name.
+med() {
+	awk -v n="$1" '$1 == "RESULT" && $2 == n { print $3 }' "$log" | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (y > 0) printf "%.3f", x / y; else print "nan" }'; }
+
+for r in $(seq "$ROUNDS"); do
+	[ -d /sys/module/mmuwatch ] && rmmod mmuwatch
+	"$B" munmap -1 "$REPS" >> "$log"
+	insmod "$KO"
+	for w in 0 1 1000 100000; do "$B" munmap $w "$REPS" >> "$log"; done
+	echo "# round $r done"
+done
+"$B" watch 4096 9 >> "$log"
+"$B" events 16384 9 >> "$log"
+
+for n in munmap_no_module munmap_0_watches munmap_1_watches munmap_1k_watches \
+	munmap_100k_watches; do
+	echo "RESULT $n $(med $n) ns"
+done
+grep -E '^RESULT (watch|unwatch|ring|read)_' "$log"
+none=$(med munmap_no_module)
+for n in 0 1 1k 100k; do
+	echo "RESULT munmap_${n}_watches_vs_none $(ratio "$(med munmap_${n}_watches)" "$none") x"
+done
+echo "RESULT watch_batch_vs_single $(ratio "$(med watch_single)" "$(med watch_batch)") x"
+echo "RESULT unwatch_batch_vs_single $(ratio "$(med unwatch_single)" "$(med unwatch_batch)") x"
+rm -f "$log"

@@ -1,0 +1,30 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest demo: two processes ping-pong 1 MiB over Soft-RoCE with RDMA WRITE,
+# freeing and reallocating their buffers before every iteration, through
+# libmmuwatch's registration cache with the kernel event source. Then the
+# same with invalidation switched off, to show the corruption it prevents.
+# MW_TIMEOUT=600
+set -u
+TOP=${MW_TOP:?}
+D=$TOP/build/demo/rdma_churn
+ITERS=${MW_DEMO_ITERS:-100}
+[ -x "$D" ] || { echo "FAIL: $D not built (make -C demo)"; exit 1; }
+[ -c /dev/mmuwatch ] || { echo "FAIL: /dev/mmuwatch missing"; exit 1; }
+env=$("$TOP/vm/guest/rxe-up.sh" --env) || { echo "FAIL: Soft-RoCE setup"; exit 1; }
+eval "export $env"
+export MMUWATCH_SOURCE=kernel
+# glibc malloc, so that free() really unmaps: the hooks allocator (active
+# once an RDMA device exists) would keep the memory and hide the churn.
+export MMUWATCH_HOOKS_DISABLE=1
+echo "== rdma_churn, kernel events on ($ITERS iterations, buffers freed and reallocated each time)"
+"$D" --iters "$ITERS"; on=$?
+echo "== rdma_churn, invalidation off (what a cache without events does)"
+"$D" --iters "$ITERS" --events-off; off=$?
+echo "== mmuwatch module status"
+"$TOP/build/bin/mmuwatch-status" 2>/dev/null | head -20
+fail=0
+[ $on = 0 ] && echo "PASS: events on: no corrupt byte" || { echo "FAIL: events on: exit $on"; fail=1; }
+[ $off = 3 ] && echo "PASS: events off: corruption shown (prevented above)" ||
+	{ echo "FAIL: events off: expected corruption, exit $off"; fail=1; }
+exit $fail

@@ -1,0 +1,149 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Boot one Debian kernel under qemu TCG and run one command in it as root.
+#   vm/run.sh KVER [--timeout SECS] [--step-timeout SECS] [--tag NAME] [--quiet] -- CMD ARGS...
+# --timeout bounds the whole run (default $MW_VM_TIMEOUT or 900 s);
+# --step-timeout one guest step after boot (default $MW_VM_STEP_TIMEOUT,
+# 0 = off); the boot itself is bounded by $MW_VM_BOOT_TIMEOUT (300 s).
+# The guest sees the host root read-only over 9p (same paths, so build
+# outputs run as-is) and a writable build/vm/<tag>/ at the same path, which
+# is $MW_OUT. Guest environment: MW_TOP, MW_KVER, MW_KO, MW_OUT, plus every
+# MW_* variable of the caller. Exit status: CMD's, or 1 if CMD succeeded
+# (0 or 77) but the kernel log shows trouble, 124 if the guest hung (total
+# time or one step over its limit), 125 if the guest died without a status,
+# 2 for usage/setup errors. Outputs in build/vm/<tag>/: console.log,
+# dmesg.txt, and whatever CMD wrote to $MW_OUT.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+me=vm/run.sh
+usage() {
+	echo "usage: $me KVER [--timeout SECS] [--step-timeout SECS] [--tag NAME] [--quiet] -- CMD ARGS..." >&2
+	exit 2
+}
+
+[ $# -ge 1 ] || usage
+KVER=$1; shift
+TIMEOUT=${MW_VM_TIMEOUT:-900}
+STEP_TIMEOUT=${MW_VM_STEP_TIMEOUT:-0}
+BOOT_TIMEOUT=${MW_VM_BOOT_TIMEOUT:-300}
+TAG=run-$KVER
+QUIET=${MW_VM_QUIET:-0}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--timeout) TIMEOUT=${2:?}; shift 2 ;;
+	--step-timeout) STEP_TIMEOUT=${2:?}; shift 2 ;;
+	--tag) TAG=${2:?}; shift 2 ;;
+	--quiet) QUIET=1; shift ;;
+	--) shift; break ;;
+	*) usage ;;
+	esac
+done
+[ $# -ge 1 ] || usage
+case "$TIMEOUT$STEP_TIMEOUT$BOOT_TIMEOUT" in *[!0-9]*) echo "$me: timeouts must be whole seconds" >&2; exit 2 ;; esac
+case "$TAG" in */* | .* | "" | *[[:space:]]*) echo "$me: bad tag '$TAG'" >&2; exit 2 ;; esac
+case "$TOP" in *[[:space:]]*) echo "$me: repository path must not contain spaces" >&2; exit 2 ;; esac
+
+IMG=$("$TOP/vm/mkinitrd.sh" "$KVER") || exit 2
+OUT=$TOP/build/vm/$TAG
+[ -e "$OUT/initrd.cpio.gz" ] && { echo "$me: tag '$TAG' is an initramfs cache dir; pick another" >&2; exit 2; }
+rm -rf "$OUT"
+mkdir -p "$OUT/.mw"
+
+# The job: environment and command, in bash syntax, sourced by the runner.
+{
+	for v in $(compgen -v MW_); do
+		case "$v" in MW_TOP | MW_KVER | MW_KO | MW_OUT | MW_CMD) continue ;; esac
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done
+	printf 'export MW_TOP=%q MW_KVER=%q MW_KO=%q MW_OUT=%q\n' \
+		"$TOP" "$KVER" "${MW_KO:-$TOP/build/kmod/$KVER/mmuwatch.ko}" "$OUT"
+	printf 'MW_CMD=('; printf ' %q' "$@"; printf ' )\n'
+} > "$OUT/.mw/job"
+echo boot > "$OUT/.mw/step"
+
+CMDLINE="console=ttyS0 quiet loglevel=5 printk.time=1 log_buf_len=8M panic=-1"
+CMDLINE+=" mitigations=off MW_TOP=$TOP MW_OUT=$OUT"
+start=$(date +%s.%N)
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 3G \
+	-display none -monitor none -serial "file:$OUT/console.log" -nic none \
+	-no-reboot -kernel "/boot/vmlinuz-$KVER" -initrd "$IMG" -append "$CMDLINE" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-virtfs "local,path=$OUT,mount_tag=mwout,security_model=none" \
+	</dev/null >"$OUT/qemu.log" 2>&1 &
+qpid=$!
+# Never leave a guest running behind us.
+trap 'kill $qpid 2>/dev/null' EXIT
+trap 'kill $qpid 2>/dev/null; exit 130' INT TERM
+tpid=
+if [ "$QUIET" != 1 ]; then
+	touch "$OUT/console.log"
+	tail -n +1 -s 0.5 -f --pid=$qpid "$OUT/console.log" | tr -d '\r' &
+	tpid=$!
+fi
+
+# Watchdog: the whole run is bounded by TIMEOUT, the boot by BOOT_TIMEOUT,
+# each later guest step by STEP_TIMEOUT (the guest rewrites .mw/step at
+# each step; a busy host can make boots slow, so they have their own bound).
+hung='' boot_wall='' boot_at=''
+while kill -0 $qpid 2>/dev/null; do
+	sleep 0.25
+	now=$(date +%s)
+	if [ -z "$boot_wall" ] && [ -f "$OUT/.mw/booted" ]; then
+		boot_wall=$(echo "$(date +%s.%N) - $start" | bc) boot_at=$now
+	fi
+	if [ $((now - ${start%.*})) -ge "$TIMEOUT" ]; then
+		hung="the run took longer than ${TIMEOUT}s"
+	elif [ -z "$boot_wall" ]; then
+		[ $((now - ${start%.*})) -ge "$BOOT_TIMEOUT" ] &&
+			hung="the boot took longer than ${BOOT_TIMEOUT}s"
+	elif [ "$STEP_TIMEOUT" -gt 0 ]; then
+		since=$(stat -c %Y "$OUT/.mw/step" 2>/dev/null || echo "$now")
+		[ "$since" -lt "$boot_at" ] && since=$boot_at
+		[ $((now - since)) -ge "$STEP_TIMEOUT" ] &&
+			hung="one step took longer than ${STEP_TIMEOUT}s"
+	fi
+	if [ -n "$hung" ]; then
+		kill $qpid 2>/dev/null
+		sleep 2
+		kill -9 $qpid 2>/dev/null
+		break
+	fi
+done
+wait $qpid 2>/dev/null
+[ -n "$tpid" ] && wait "$tpid" 2>/dev/null
+end=$(date +%s.%N)
+tr -d '\r' < "$OUT/console.log" > "$OUT/console.tmp" && mv "$OUT/console.tmp" "$OUT/console.log"
+
+step=$(cat "$OUT/.mw/step" 2>/dev/null)
+booted=$(cat "$OUT/.mw/booted" 2>/dev/null)
+printf '%s: kernel %s: boot %.1fs wall (guest uptime %ss), whole run %.1fs wall\n' \
+	"$me" "$KVER" "${boot_wall:-0}" "${booted:-?}" "$(echo "$end - $start" | bc)" >&2
+if [ -n "$hung" ]; then
+	echo "$me: TIMEOUT on kernel $KVER (tag $TAG): $hung; killed qemu during step: ${step:-?}" >&2
+	echo "$me: last console lines ($OUT/console.log):" >&2
+	tail -n 15 "$OUT/console.log" | sed 's/^/    /' >&2
+	"$TOP/vm/logscan.sh" --console "$OUT/console.log" | sed 's/^/    kernel: /' >&2
+	exit 124
+fi
+
+# Kernel log: the guest's dmesg if it got that far, else the console.
+if [ -f "$OUT/dmesg.txt" ]; then
+	log=$OUT/dmesg.txt; hits=$("$TOP/vm/logscan.sh" "$log")
+else
+	log=$OUT/console.log; hits=$("$TOP/vm/logscan.sh" --console "$log")
+fi
+
+if [ ! -f "$OUT/.mw/status" ]; then
+	echo "$me: FAIL on kernel $KVER (tag $TAG): the guest stopped without an exit status during step: ${step:-?}" >&2
+	cat "$OUT/qemu.log" >&2
+	tail -n 25 "$OUT/console.log" | sed 's/^/    /' >&2
+	[ -n "$hits" ] && printf '%s\n' "$hits" | sed 's/^/    kernel: /' >&2
+	exit 125
+fi
+rc=$(cat "$OUT/.mw/status")
+if [ -n "$hits" ]; then
+	echo "$me: FAIL on kernel $KVER (tag $TAG): kernel log trouble in $log:" >&2
+	printf '%s\n' "$hits" | sed 's/^/    /' >&2
+	case "$rc" in 0 | 77) rc=1 ;; esac
+fi
+exit "$rc"

@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest: libmmuwatch with the kernel event source: bad input gets clear
+# error codes; 3 threads get/put (handing regions between threads) while
+# another unmaps: no stale hit (pagemap frames), no error, every
+# registration released; and the negative control of the threaded check.
+set -u
+TOP=${MW_TOP:?}
+T=$TOP/build/tests/rcache
+fail=0 n=0
+export MMUWATCH_SOURCE=kernel
+[ -c /dev/mmuwatch ] || { echo "not ok - /dev/mmuwatch missing"; exit 1; }
+run() { # name expected-rc cmd...
+	local name=$1 want=$2; shift 2
+	n=$((n + 1))
+	echo "# $name: $*"
+	"$@" > "$MW_OUT/rcache-api-$n.txt" 2>&1
+	local rc=$?
+	grep -v '^ok \|^TAP\|^1\.\.' "$MW_OUT/rcache-api-$n.txt" | sed 's/^/#   /' | tail -12
+	if [ $rc = "$want" ]; then echo "ok $n - $name"; else
+		echo "not ok $n - $name (exit $rc)"; fail=1; fi
+}
+echo "TAP version 13"
+echo "1..3"
+run "rcache.badinput.kernel" 0 $T/badinput
+run "rcache.threads.kernel" 0 $T/threads --threads 3
+run "rcache.threads.negative_control.kernel" 0 $T/threads --seconds 2 --no-invalidate --expect-mismatch
+exit $fail
