@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,18 @@
 static const char *const state_names[] = {
 	"INIT", "SENT", "ACKING", "ACKED", "OK", "BAD",
 };
+
+/* global_ranks must name distinct ranks: they break IPC request ties. */
+static bool global_ranks_ok(const struct mw_smc_config *cfg)
+{
+	if (!cfg->global_ranks)
+		return true;
+	for (int i = 0; i < cfg->nranks; i++)
+		for (int j = 0; j < i; j++)
+			if (cfg->global_ranks[i] == cfg->global_ranks[j])
+				return false;
+	return true;
+}
 
 int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 {
@@ -30,11 +43,20 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 	    (cfg->nranks == 0 && (cfg->global_ranks || cfg->peer_pids)) ||
 	    cfg->event_ring_size > 4096 ||
 	    cfg->ipc_cache_max_entries > 65536 ||
-	    (cfg->flags & ~MW_SMC_F_NO_CUDA))
+	    (cfg->flags & ~MW_SMC_F_NO_CUDA) || !global_ranks_ok(cfg))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	if (cfg->global_ranks) {
+		c->cfg_gr = malloc((size_t)cfg->nranks * sizeof(int));
+		if (!c->cfg_gr) {
+			free(c);
+			return -ENOMEM;
+		}
+		memcpy(c->cfg_gr, cfg->global_ranks,
+		       (size_t)cfg->nranks * sizeof(int));
+	}
 	c->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 60000;
 	c->flags = cfg->flags;
 	c->hc_max_entries = cfg->ipc_cache_max_entries ?
@@ -48,6 +70,7 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 			c->peer_pid[i] = cfg->peer_pids[i];
 	e = mw_seg_open(c, cfg);
 	if (e) {
+		free(c->cfg_gr);
 		free(c);
 		return e;
 	}
@@ -77,47 +100,66 @@ fail:
 	free(c->ep);
 	free(c->ring);
 	mw_seg_close(c);
+	free(c->cfg_gr);
 	free(c);
 	return e;
 }
 
-static void free_list(struct req_list *l)
+/* Requests still queued belong to the user: complete them, never free. */
+static void cancel_list(struct mw_smc *c, struct req_list *l)
 {
 	while (l->head) {
 		struct mw_smc_req *r = l->head;
 
 		l->head = r->next;
-		free(r);
+		r->next = NULL;
+		mw_req_finish(c, r, -ECANCELED);
+		mw_req_reap(c, r);
 	}
 	l->tail = NULL;
 }
 
+/*
+ * Copies in flight complete (their FINs go out), every request not yet
+ * complete completes with -ECANCELED, the rank is marked left. Requests
+ * the user holds stay valid: mw_smc_test/mw_smc_wait still work on them,
+ * and the channel's memory is freed with the last one waited for.
+ */
 int mw_smc_close(struct mw_smc *c)
 {
 	if (!c)
 		return -EINVAL;
-	if (c->cuda_ready && mw_cuda_ready(c) == 0)
-		mw_ring_drain(c);
-	mw_progress(c);		/* flush FINs of the drained copies */
+	if (c->closed)
+		return -EBADF;
+	mw_ring_drain(c);	/* a broken driver: they complete with -EIO */
 	for (int i = 0; i < c->nranks; i++) {
 		struct mw_ep *ep = &c->ep[i];
 
-		mw_hc_free(c, ep);
-		free_list(&ep->sendq);
-		free_list(&ep->recvq);
+		if (i != c->rank && !ep->dead)
+			mw_flush_ctl(ep);	/* FINs, answers */
+		cancel_list(c, &ep->sendq);
+		cancel_list(c, &ep->recvq);
 		while (ep->ctl_pending) {
 			struct msg_ctl_pending *p = ep->ctl_pending;
 
 			ep->ctl_pending = p->next;
 			free(p);
 		}
+		ep->ctl_pending_tail = NULL;
 	}
+	for (int i = 0; i < c->nranks; i++)
+		mw_hc_free(c, &c->ep[i]);	/* ring empty: all idle */
 	mw_ring_free(c);
 	if (c->cuda_ready && mw_cuda_ready(c) == 0 && c->stream)
 		CU(StreamDestroy, c->stream);
 	mw_seg_close(c);
 	free(c->ep);
-	free(c);
+	c->ep = NULL;
+	free(c->cfg_gr);
+	c->cfg_gr = NULL;
+	c->closed = true;
+	if (!c->nreq)
+		free(c);
 	return 0;
 }
 
@@ -131,12 +173,42 @@ int mw_smc_nranks(const struct mw_smc *c)
 	return c ? c->nranks : -EINVAL;
 }
 
+/*
+ * Every rank joined: the global ranks they published must be distinct and,
+ * if this process was handed a global_ranks array, agree with it.
+ */
+static int check_global_ranks(struct mw_smc *c)
+{
+	for (int i = 0; i < c->nranks; i++) {
+		int g = mw_global_rank(c, i);
+
+		if (c->cfg_gr && g != c->cfg_gr[i]) {
+			snprintf(c->last_error, sizeof(c->last_error),
+				 "smcuda: global_ranks disagree: local rank %d "
+				 "published global rank %d, this process was "
+				 "given %d", i, g, c->cfg_gr[i]);
+			return -EINVAL;
+		}
+		for (int j = 0; j < i; j++)
+			if (mw_global_rank(c, j) == g) {
+				snprintf(c->last_error, sizeof(c->last_error),
+					 "smcuda: duplicate global_ranks: "
+					 "local ranks %d and %d are both "
+					 "global rank %d", j, i, g);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
 int mw_smc_wait_peers(struct mw_smc *c)
 {
 	uint64_t deadline;
 
 	if (!c)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	deadline = mw_now_ms() + c->timeout_ms;
 	for (;;) {
 		int joined = 0;
@@ -150,7 +222,7 @@ int mw_smc_wait_peers(struct mw_smc *c)
 				return -ECONNRESET;
 		}
 		if (joined == c->nranks)
-			return 0;
+			return check_global_ranks(c);
 		if (mw_now_ms() > deadline)
 			return -ETIMEDOUT;
 		usleep(200);
@@ -161,6 +233,8 @@ int mw_smc_peer_alive(struct mw_smc *c, int peer)
 {
 	if (!c || peer < 0 || peer >= c->nranks)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	if (peer == c->rank)
 		return 1;
 	if (!c->ep[peer].dead && !mw_seg_peer_alive(c, peer))
@@ -172,6 +246,8 @@ int mw_smc_ipc_state(struct mw_smc *c, int peer)
 {
 	if (!c || peer < 0 || peer >= c->nranks || peer == c->rank)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	return c->ep[peer].ipc.state;
 }
 
@@ -186,6 +262,8 @@ int mw_smc_get_stats(struct mw_smc *c, struct mw_smc_stats *st)
 {
 	if (!c || !st)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	*st = c->st;
 	st->cache_entries = 0;
 	st->cache_bytes = 0;
@@ -221,6 +299,8 @@ int mw_smc_slot_set(struct mw_smc *c, int peer, int slot, void *data)
 	if (!c || peer < 0 || peer >= c->nranks || slot < MW_SMC_SLOT_DYN0 ||
 	    slot >= c->nslots)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	c->ep[peer].slot[slot] = data;
 	return 0;
 }
@@ -230,7 +310,7 @@ void *mw_smc_slot_get(struct mw_smc *c, int peer, int slot)
 	struct mw_ep *ep;
 
 	if (!c || peer < 0 || peer >= c->nranks || slot < 0 ||
-	    slot >= c->nslots)
+	    slot >= c->nslots || c->closed)
 		return NULL;
 	ep = &c->ep[peer];
 	switch (slot) {	/* compile-time slots are embedded */

@@ -3,7 +3,14 @@
  * Lazy CUDA driver loading. The driver is dlopen'ed only when a buffer
  * might be GPU memory, and only if the application already loaded it
  * (RTLD_NOLOAD): a process without libcuda has no GPU buffers, so host-only
- * traffic makes zero driver calls. Entry points come from cuGetProcAddress
+ * traffic makes zero driver calls. The RTLD_NOLOAD probe is not repeated
+ * per buffer: after a negative probe it runs again only once the dynamic
+ * linker's count of loaded objects (dl_iterate_phdr's dlpi_adds) changed,
+ * i.e. after somebody loaded a library. Loading calls cuDriverGetVersion
+ * only, never cuInit: the driver is initialised by the application or not
+ * at all (before cuInit no GPU memory exists, and cuPointerGetAttributes
+ * answers CUDA_ERROR_NOT_INITIALIZED, taken as host memory).
+ * Entry points come from cuGetProcAddress
  * with the CUDA version whose ABI each pointer type below has (the PFN_*
  * names of cudaTypedefs.h): asking with CUDA_VERSION would hand back newer
  * ABIs (cuCtxGetDevice became two-argument in 13.0, for instance).
@@ -12,6 +19,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cudaTypedefs.h>
@@ -26,16 +35,39 @@ static __attribute__((unused)) const char *driver_path(void)
 	return p && *p ? p : "libcuda.so.1";
 }
 
+#ifndef MW_SMC_CUDA_DIRECT
+/* dlpi_adds when the last probe found no driver; 0: probe next time. */
+static _Atomic unsigned long long probe_adds;
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(unsigned long long *)data =
+		size >= offsetof(struct dl_phdr_info, dlpi_adds) +
+		sizeof(info->dlpi_adds) ? info->dlpi_adds : 0;
+	return 1;	/* the counter is the same in every entry */
+}
+#endif
+
 bool mw_cu_driver_present(void)
 {
 	if (mw_cu.state == 1)
 		return true;
+	if (mw_cu.state == -1)
+		return false;	/* loading failed once: host only */
 #ifdef MW_SMC_CUDA_DIRECT
 	return true;
 #else
-	void *h = dlopen(driver_path(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-	if (!h)
+	unsigned long long adds = 0;
+	void *h;
+
+	dl_iterate_phdr(adds_cb, &adds);
+	if (adds && adds == atomic_load(&probe_adds))
+		return false;	/* nothing loaded since the last probe */
+	h = dlopen(driver_path(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!h) {
+		atomic_store(&probe_adds, adds);
 		return false;
+	}
 	dlclose(h);
 	return true;
 #endif
@@ -54,7 +86,6 @@ struct sym {
 /* The ABI each table entry assumes, checked against cuda.h at compile time. */
 static void direct_table(void)
 {
-	PFN_cuInit_v2000 a = cuInit;
 	PFN_cuDriverGetVersion_v2020 b = cuDriverGetVersion;
 	PFN_cuCtxGetCurrent_v4000 d = cuCtxGetCurrent;
 	PFN_cuCtxSetCurrent_v4000 e = cuCtxSetCurrent;
@@ -73,7 +104,7 @@ static void direct_table(void)
 	PFN_cuEventDestroy_v4000 r = cuEventDestroy;
 	PFN_cuDeviceCanAccessPeer_v4000 s = cuDeviceCanAccessPeer;
 
-	mw_cu.Init = a; mw_cu.DriverGetVersion = b;
+	mw_cu.DriverGetVersion = b;
 	mw_cu.CtxGetCurrent = d; mw_cu.CtxSetCurrent = e;
 	mw_cu.PointerGetAttributes = f; mw_cu.IpcGetMemHandle = g;
 	mw_cu.IpcOpenMemHandle = hh; mw_cu.IpcCloseMemHandle = i;
@@ -90,7 +121,6 @@ static void direct_table(void)
  */
 #define SAME(m, pfn) _Static_assert(__builtin_types_compatible_p( \
 	__typeof__(((struct mw_cu *)0)->m), pfn), #m)
-SAME(Init, PFN_cuInit_v2000);
 SAME(DriverGetVersion, PFN_cuDriverGetVersion_v2020);
 SAME(CtxGetCurrent, PFN_cuCtxGetCurrent_v4000);
 SAME(CtxSetCurrent, PFN_cuCtxSetCurrent_v4000);
@@ -111,7 +141,7 @@ SAME(DeviceCanAccessPeer, PFN_cuDeviceCanAccessPeer_v4000);
 #endif
 
 static const struct sym syms[] = {
-	S(Init, 2000), S(DriverGetVersion, 2020),
+	S(DriverGetVersion, 2020),
 	S(CtxGetCurrent, 4000), S(CtxSetCurrent, 4000),
 	S(PointerGetAttributes, 7000), S(IpcGetMemHandle, 4010),
 	S(IpcOpenMemHandle, 11000), S(IpcCloseMemHandle, 4010),
@@ -122,11 +152,15 @@ static const struct sym syms[] = {
 	S(DeviceCanAccessPeer, 4000),
 };
 
+/* Forget the table, keep the call counter (calls were made). */
 static int load_fail(void)
 {
+	uint64_t calls = atomic_load(&mw_cu.calls);
+
 	if (mw_cu.dl)
 		dlclose(mw_cu.dl);
 	memset(&mw_cu, 0, sizeof(mw_cu));
+	atomic_store(&mw_cu.calls, calls);
 	mw_cu.state = -1;
 	return -ENOSYS;
 }
@@ -177,9 +211,8 @@ int mw_cu_load(void)
 	{
 		int ver = 0;
 
-		mw_cu.calls += 2;
-		if (mw_cu.Init(0) != CUDA_SUCCESS ||
-		    mw_cu.DriverGetVersion(&ver) != CUDA_SUCCESS ||
+		/* no cuInit: that is the application's decision */
+		if (CU(DriverGetVersion, &ver) != CUDA_SUCCESS ||
 		    ver < 11000)
 			return load_fail();
 		mw_cu.driver_version = ver;

@@ -3,7 +3,11 @@
  * Bounded ring of copies in flight, each followed by a completion event on
  * the channel's stream. Completion is taken strictly in order (only the
  * head is queried), so FINs go out in the order the copies were issued.
- * A full ring waits for its head; it never fails a transfer.
+ * A full ring waits for its head; it never fails a transfer. If that wait
+ * cannot free a slot (the context cannot be made current, or the head's
+ * event does not complete), mw_ring_push fails without touching the ring:
+ * the head entry still owns its request and its handle-cache pin, and the
+ * caller completes its own copy synchronously instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +19,12 @@ static void complete_head(struct mw_smc *c, int err)
 	struct mw_ep *ep = &c->ep[e->peer];
 	struct mw_smc_req *r = e->req;
 
+	/*
+	 * A peer that died (or left) before this copy completed never saw the
+	 * transfer finish and its memory may be gone: the receive fails.
+	 */
+	if (ep->dead && !err)
+		err = -ECONNRESET;
 	if (e->nocache) {
 		CU(IpcCloseMemHandle, e->local);
 		c->st.cache_closes++;
@@ -26,8 +36,9 @@ static void complete_head(struct mw_smc *c, int err)
 	c->ring_head = (c->ring_head + 1) % c->ring_size;
 	c->ring_count--;
 	if (!ep->dead)
-		mw_ctl_send(c, ep, MSG_FIN, r->seq, err ? 1 : 0);
+		mw_ctl_send(c, ep, MSG_FIN, r->seq, err ? FIN_EIO : FIN_OK);
 	mw_req_finish(c, r, err);
+	mw_req_reap(c, r);
 }
 
 int mw_ring_poll(struct mw_smc *c, bool block_head)
@@ -57,8 +68,14 @@ int mw_ring_push(struct mw_smc *c, struct ring_ent *in)
 	CUresult r;
 
 	if (c->ring_count == c->ring_size) {
+		int err;
+
 		c->st.ring_full_waits++;
-		mw_ring_poll(c, true);
+		err = mw_ring_poll(c, true);
+		if (err)
+			return err;
+		if (c->ring_count == c->ring_size)
+			return -EBUSY;	/* head did not complete */
 	}
 	slot = (c->ring_head + c->ring_count) % c->ring_size;
 	e = &c->ring[slot];

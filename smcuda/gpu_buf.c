@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU buffer recognition by pointer attributes (one driver call per
- * buffer), and the channel's CUDA context, stream and synchronous copies.
+ * GPU buffer recognition by pointer attributes, and the channel's CUDA
+ * context, stream and synchronous copies. Driver calls per buffer: none
+ * while the process has not loaded libcuda (see cu_loader.c); once it has,
+ * cuDriverGetVersion once per process and one cuPointerGetAttributes per
+ * buffer (the driver is the only authority on what a pointer is; before
+ * the application called cuInit that call answers NOT_INITIALIZED, which
+ * means host memory).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -88,6 +93,8 @@ int mw_buf_classify(struct mw_smc *c, const void *p, size_t len,
 		return -EIO;
 	r = CU(PointerGetAttributes, sizeof(at) / sizeof(at[0]), at, data,
 	       (CUdeviceptr)p);
+	if (r == CUDA_ERROR_NOT_INITIALIZED && !c->cuda_ready)
+		return 0;	/* nobody called cuInit: no GPU memory exists */
 	if (r != CUDA_SUCCESS)
 		return mw_cuda_err(c, "cuPointerGetAttributes", r);
 	if (mtype != CU_MEMORYTYPE_DEVICE || managed)

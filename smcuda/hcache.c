@@ -201,7 +201,8 @@ void mw_hc_put(struct mw_smc *c, struct mw_ep *ep, struct hc_entry *he)
 	if (!he || !he->busy)
 		return;
 	if (--he->busy == 0) {
-		if (he->doomed)
+		/* nothing of a dead peer stays mapped */
+		if (he->doomed || ep->dead)
 			close_entry(c, &ep->hc, he);
 		else
 			enforce_bounds(c, &ep->hc, NULL);

@@ -8,7 +8,10 @@
  * verdict, so one exchange settles both directions, possibly differently
  * (asymmetric peer access). NOTREADY sends the asker back to INIT; the
  * next GPU send asks again, at most 5 times, then BAD. Both asking at
- * once: the lower global rank's request wins, the other side yields.
+ * once: the lower global rank's request wins, the other side yields;
+ * equal global ranks (processes handed in inconsistent global_ranks
+ * arrays, which mw_smc_wait_peers reports) fall back to the local rank,
+ * so exactly one request always wins and neither side drops both.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,13 +84,21 @@ void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep)
 	}
 }
 
+/* Both sides asked at once: does this side's request win? */
+static bool my_request_wins(struct mw_smc *c, int peer)
+{
+	int mine = mw_global_rank(c, c->rank), theirs = mw_global_rank(c, peer);
+
+	return mine != theirs ? mine < theirs : c->rank < peer;
+}
+
 static void on_req(struct mw_smc *c, struct mw_ep *ep, const struct msg_hdr *h)
 {
 	struct ipc_ep *s = &ep->ipc;
 	bool ok;
 
 	if (s->state == MW_SMC_IPC_SENT) {
-		if (mw_global_rank(c, c->rank) < mw_global_rank(c, ep->peer)) {
+		if (my_request_wins(c, ep->peer)) {
 			c->st.ipc_req_dropped++;	/* mine wins */
 			return;
 		}

@@ -112,25 +112,48 @@ static void unlink_file(struct mw_smc *c)
 		unlink(c->path);
 }
 
-/* No rank joined and alive, but some joined once: a dead job's leftover. */
-static bool seg_stale(struct seg_header *h)
+/* Owner of a used slot gone? Unknowable across pid namespaces: no. */
+static bool owner_dead(struct seg_rank *sr, uint64_t ns)
 {
-	bool any = false;
+	return atomic_load(&sr->pidns) == ns &&
+		proc_starttime(atomic_load(&sr->pid)) !=
+		atomic_load(&sr->starttime);
+}
+
+/*
+ * A leftover of an earlier run of this job name, to remove and recreate:
+ * no rank is joined and alive (or joining), some rank was used, and
+ *  - some rank joined and died (a crashed run has no latecomer to serve),
+ *  - or the slot this opener wants was used already (explicit rank), or no
+ *    arrival-order slot is left (rank = -1): it is not a latecomer.
+ * Otherwise the opener is a rank this run still expects (every other rank
+ * joined and left cleanly): it joins and gets what was sent to it.
+ */
+static bool seg_stale(struct seg_header *h, int want)
+{
+	bool any = false, crashed = false;
 	uint64_t ns = self_pidns();
 
 	for (uint32_t i = 0; i < h->nranks && i < MW_SMC_MAX_RANKS; i++) {
 		int s = atomic_load(&h->rank[i].state);
-		pid_t pid = atomic_load(&h->rank[i].pid);
 
 		if (s == RSTATE_EMPTY)
 			continue;
-		any = true;
-		if (s == RSTATE_JOINED &&
-		    (atomic_load(&h->rank[i].pidns) != ns ||
-		     proc_starttime(pid) == atomic_load(&h->rank[i].starttime)))
+		if (s == RSTATE_CLAIMING)
 			return false;
+		any = true;
+		if (s == RSTATE_JOINED) {
+			if (!owner_dead(&h->rank[i], ns))
+				return false;
+			crashed = true;
+		}
 	}
-	return any;
+	if (!any || crashed)
+		return any;
+	if (want >= 0)
+		return want >= (int)h->nranks ||
+			atomic_load(&h->rank[want].state) != RSTATE_EMPTY;
+	return atomic_load(&h->next_arrival) >= (int32_t)h->nranks;
 }
 
 static int seg_create(struct mw_smc *c, int nranks)
@@ -243,7 +266,7 @@ again:
 			usleep(1000);
 			goto again;	/* creator not there yet */
 		}
-		if (r == 0 && seg_stale(c->hdr) && tries++ == 0) {
+		if (r == 0 && seg_stale(c->hdr, cfg->rank) && tries++ == 0) {
 			munmap(c->hdr, c->seg_size);
 			c->hdr = NULL;
 			unlink_file(c);
@@ -266,24 +289,33 @@ again:
 		goto fail;
 	}
 	{
-		int32_t exp = RSTATE_EMPTY;
 		struct seg_rank *sr = &h->rank[rank];
+		uint64_t start = proc_starttime(getpid());
 
-		/* a slot taken by a dead process may be reused */
-		if (atomic_load(&sr->state) != RSTATE_EMPTY &&
-		    proc_starttime(atomic_load(&sr->pid)) !=
-		    atomic_load(&sr->starttime))
-			atomic_store(&sr->state, RSTATE_EMPTY);
+		/*
+		 * Claim the slot first (from EMPTY, or from the state of an
+		 * owner that is gone), then write the record, then publish
+		 * JOINED: a process refused with -EBUSY never touched it.
+		 */
+		for (;;) {
+			int32_t s = atomic_load(&sr->state);
+
+			if (s != RSTATE_EMPTY &&
+			    (s == RSTATE_CLAIMING || !owner_dead(sr, c->pidns))) {
+				r = -EBUSY;
+				goto fail;
+			}
+			if (atomic_compare_exchange_strong(&sr->state, &s,
+							   RSTATE_CLAIMING))
+				break;
+		}
 		atomic_store(&sr->pid, (int32_t)getpid());
-		atomic_store(&sr->starttime, proc_starttime(getpid()));
+		atomic_store(&sr->starttime, start);
 		atomic_store(&sr->pidns, c->pidns);
 		sr->global_rank = cfg->global_ranks ? cfg->global_ranks[rank] :
 			rank;
-		if (!atomic_compare_exchange_strong(&sr->state, &exp,
-						    RSTATE_JOINED)) {
-			r = -EBUSY;
-			goto fail;
-		}
+		atomic_store_explicit(&sr->state, RSTATE_JOINED,
+				      memory_order_release);
 	}
 	atomic_fetch_add(&h->users, 1);
 	c->rank = rank;
@@ -294,6 +326,13 @@ fail:
 	return r;
 }
 
+/*
+ * The segment is removed by the last process out of the job: when every
+ * other rank left, died, or (not joined yet) was named by the launcher
+ * with a pid that is dead. A rank that has not joined and may still come
+ * keeps the segment, so what was sent to it is not lost; that latecomer
+ * (or, if it never comes, the next run of the job name) removes it.
+ */
 void mw_seg_close(struct mw_smc *c)
 {
 	struct seg_header *h = c->hdr;
@@ -303,10 +342,9 @@ void mw_seg_close(struct mw_smc *c)
 		return;
 	atomic_store(&h->rank[c->rank].state, RSTATE_LEFT);
 	atomic_fetch_sub(&h->users, 1);
-	/* a rank that never joined does not keep a finished job's segment */
 	for (int i = 0; i < c->nranks; i++)
 		if (i != c->rank &&
-		    atomic_load(&h->rank[i].state) == RSTATE_JOINED &&
+		    atomic_load(&h->rank[i].state) != RSTATE_LEFT &&
 		    mw_seg_peer_alive(c, i))
 			last = false;
 	if (last)
@@ -324,7 +362,8 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 
 	if (s == RSTATE_LEFT)
 		return false;
-	if (s == RSTATE_EMPTY)	/* not joined yet: only a known pid tells */
+	if (s == RSTATE_EMPTY || s == RSTATE_CLAIMING)
+		/* not joined yet: only a known pid tells */
 		return c->peer_pid[peer] <= 0 ||
 			proc_starttime(c->peer_pid[peer]) != 0;
 	if (atomic_load(&sr->pidns) == c->pidns)

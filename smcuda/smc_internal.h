@@ -21,7 +21,16 @@
 #define BOUNCE_SLOTS 8u
 #define BOUNCE_SLOT_SIZE (64u * 1024u)
 
-enum { RSTATE_EMPTY = 0, RSTATE_JOINED = 1, RSTATE_LEFT = 2 };
+/*
+ * Rank slot states. CLAIMING: a process won the slot (compare-and-swap
+ * from EMPTY, or from the state of a dead owner) and is writing its pid,
+ * start time, pid namespace and global rank; it publishes JOINED last, so
+ * those fields are never written by a process that did not win the slot.
+ */
+enum {
+	RSTATE_EMPTY = 0, RSTATE_JOINED = 1, RSTATE_LEFT = 2,
+	RSTATE_CLAIMING = 3,
+};
 
 struct seg_rank {
 	_Atomic int32_t state;
@@ -65,9 +74,12 @@ struct msg_hdr {
 	uint32_t type;
 	uint32_t tag;
 	uint32_t seq;
-	uint32_t arg;		/* ACK/CONFIRM: ok; REQ: device */
+	uint32_t arg;		/* ACK/CONFIRM: ok; REQ: device; FIN: FIN_* */
 	uint64_t len;
 };
+
+/* FIN verdicts: how the receiver settled an IPC message. */
+enum { FIN_OK = 0, FIN_EIO = 1, FIN_TRUNC = 2 };
 
 struct msg_ipc {
 	struct msg_hdr h;
@@ -86,7 +98,6 @@ struct mw_cu {
 	int state;		/* 0 not tried, 1 loaded, -1 failed */
 	int driver_version;
 	_Atomic uint64_t calls;
-	CUresult (*Init)(unsigned int);
 	CUresult (*DriverGetVersion)(int *);
 	CUresult (*CtxGetCurrent)(CUcontext *);
 	CUresult (*CtxSetCurrent)(CUcontext);
@@ -200,6 +211,7 @@ struct mw_smc_req {
 	int error;
 	struct mw_buf b;
 	bool gpu;
+	bool orphan;	/* owned by the library: freed when settled */
 };
 
 struct ring_ent {
@@ -242,6 +254,10 @@ struct mw_smc {
 	unsigned int ring_size, ring_head, ring_count;
 	char last_error[160];
 	struct mw_smc_stats st;
+	/* requests handed out and not yet released by mw_smc_wait */
+	unsigned long nreq;
+	bool closed;		/* mw_smc_close ran; freed with the last req */
+	int *cfg_gr;		/* global_ranks as given, NULL if none */
 	/* test knobs */
 	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
 };
@@ -282,5 +298,7 @@ MW_HIDDEN int mw_progress(struct mw_smc *c);
 MW_HIDDEN void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r,
 			     int err);
 MW_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
+MW_HIDDEN void mw_flush_ctl(struct mw_ep *ep);
+MW_HIDDEN void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r);
 
 #endif

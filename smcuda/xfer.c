@@ -8,7 +8,9 @@
  *         offset; the receiver maps it (handle cache), copies with
  *         cuMemcpyAsync, and sends FIN when the copy's event completed.
  *         If it cannot map it answers NAK and the sender streams the
- *         message staged instead, so data always arrives.
+ *         message staged instead, so data always arrives. A receive
+ *         buffer too small answers FIN_TRUNC: both sides fail with
+ *         -EMSGSIZE (the message is consumed, nothing is written).
  * Staged chunks of a message are streamed only after every earlier
  * message to that peer is settled, so a NAK never finds the bounce slots
  * taken by a later message.
@@ -51,6 +53,19 @@ void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r, int err)
 	if (!r->error)
 		r->error = err;
 	r->phase = RP_DONE;
+}
+
+/*
+ * A settled request nobody holds any more (its blocking call timed out
+ * while it was under way): free it. Called once it is off every list.
+ */
+void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r)
+{
+	if (!r->orphan || r->phase != RP_DONE)
+		return;
+	free(r);
+	if (c->nreq)
+		c->nreq--;
 }
 
 /* Copy between a request's buffer and host memory. */
@@ -158,9 +173,10 @@ static void progress_send(struct mw_smc *c, struct mw_ep *ep)
 		if (r->phase == RP_ACTIVE && r->path == MW_SMC_PATH_STAGED &&
 		    !earlier_open)
 			stream_out(c, ep, r);
-		if (r->phase == RP_DONE)
+		if (r->phase == RP_DONE) {
 			list_del(&ep->sendq, r);
-		else
+			mw_req_reap(c, r);
+		} else
 			earlier_open = true;
 	}
 }
@@ -173,7 +189,8 @@ static void on_fin_nak(struct mw_smc *c, struct mw_ep *ep,
 		    r->path != MW_SMC_PATH_IPC)
 			continue;
 		if (h->type == MSG_FIN) {
-			mw_req_finish(c, r, h->arg ? -EIO : 0);
+			mw_req_finish(c, r, h->arg == FIN_OK ? 0 :
+				      h->arg == FIN_TRUNC ? -EMSGSIZE : -EIO);
 		} else {
 			r->path = MW_SMC_PATH_STAGED;
 			c->st.staged_fallback_nak++;
@@ -191,8 +208,14 @@ static void recv_ipc(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 	CUresult cr;
 
 	r->path = MW_SMC_PATH_IPC;
+	if (ep->dead) {
+		/* left by a peer that is gone: its GPU memory may be too */
+		mw_req_finish(c, r, -ECONNRESET);
+		return;
+	}
 	if (r->len > r->cap) {
-		mw_ctl_send(c, ep, MSG_FIN, r->seq, 0);
+		/* the sender learns it too: its request fails the same way */
+		mw_ctl_send(c, ep, MSG_FIN, r->seq, FIN_TRUNC);
 		mw_req_finish(c, r, -EMSGSIZE);
 		return;
 	}
@@ -211,9 +234,15 @@ static void recv_ipc(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 	}
 	c->st.copies++;
 	if (mw_ring_push(c, &re)) {
-		/* copy issued but untracked: wait for it, then FIN */
+		/*
+		 * Ring full and its head would not complete: the copy is
+		 * issued but untracked. Wait for the stream (which also
+		 * completes every earlier copy), settle the ring entries
+		 * first so completions stay in order, then FIN this one.
+		 */
 		if (CU(StreamSynchronize, c->stream) != CUDA_SUCCESS)
 			goto put_nak;
+		mw_ring_poll(c, false);
 		if (re.nocache)
 			CU(IpcCloseMemHandle, re.local);
 		else
@@ -320,11 +349,13 @@ static void progress_recv(struct mw_smc *c, struct mw_ep *ep)
 		if (r->phase == RP_QUEUED || r->phase == RP_ACTIVE)
 			break;
 		list_del(&ep->recvq, r);	/* done or in the ring */
+		mw_req_reap(c, r);
 	}
 	if (ep->dead)
 		while ((r = ep->recvq.head)) {
 			list_del(&ep->recvq, r);
 			mw_req_finish(c, r, -ECONNRESET);
+			mw_req_reap(c, r);
 		}
 }
 
@@ -356,9 +387,14 @@ void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep)
 	while ((r = ep->sendq.head)) {
 		list_del(&ep->sendq, r);
 		mw_req_finish(c, r, -ECONNRESET);
+		mw_req_reap(c, r);
 	}
+	/*
+	 * Close every mapping of its memory: idle ones now, those under a
+	 * copy in flight when the copy completes (they are doomed).
+	 */
 	if (c->cuda_ready && !mw_cuda_ready(c))
-		mw_hc_purge(c, ep, false);
+		mw_hc_purge(c, ep, true);
 	while (ep->ctl_pending) {
 		struct msg_ctl_pending *p = ep->ctl_pending;
 
@@ -368,7 +404,7 @@ void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep)
 	ep->ctl_pending_tail = NULL;
 }
 
-static void flush_ctl(struct mw_ep *ep)
+void mw_flush_ctl(struct mw_ep *ep)
 {
 	while (ep->ctl_pending &&
 	       mw_fifo_push(&ep->out->ctl, &ep->ctl_pending->h,
@@ -397,6 +433,8 @@ static void check_liveness(struct mw_smc *c)
 
 int mw_progress(struct mw_smc *c)
 {
+	if (c->closed)
+		return -EBADF;
 	atomic_fetch_add_explicit(&c->hdr->rank[c->rank].heartbeat, 1,
 				  memory_order_relaxed);
 	for (int i = 0; i < c->nranks; i++) {
@@ -404,7 +442,7 @@ int mw_progress(struct mw_smc *c)
 
 		if (i == c->rank)
 			continue;
-		flush_ctl(ep);
+		mw_flush_ctl(ep);
 		drain_ctl(c, ep);
 		if (!ep->dead)
 			progress_send(c, ep);
@@ -422,6 +460,8 @@ static int check_peer(struct mw_smc *c, int peer)
 {
 	if (!c || peer < 0 || peer >= c->nranks || peer == c->rank)
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	return c->ep[peer].dead ? -ECONNRESET : 0;
 }
 
@@ -457,6 +497,7 @@ int mw_smc_isend(struct mw_smc *c, int peer, uint32_t tag, const void *buf,
 	r->len = len;
 	r->gpu = r->b.gpu;
 	r->seq = ep->send_seq++;
+	c->nreq++;
 	if (r->gpu) {
 		mw_ipc_on_gpu_send(c, ep);
 		r->path = ep->ipc.state == MW_SMC_IPC_OK && r->b.ipc_ok ?
@@ -483,6 +524,8 @@ int mw_smc_irecv(struct mw_smc *c, int peer, void *buf, size_t cap,
 	if (!c || peer < 0 || peer >= c->nranks || peer == c->rank || !req ||
 	    (!buf && cap) || cap > ((size_t)1 << 40))
 		return -EINVAL;
+	if (c->closed)
+		return -EBADF;
 	ep = &c->ep[peer];
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -499,6 +542,7 @@ int mw_smc_irecv(struct mw_smc *c, int peer, void *buf, size_t cap,
 	r->buf = buf;
 	r->cap = cap;
 	r->gpu = r->b.gpu;
+	c->nreq++;
 	list_add(&ep->recvq, r);
 	*req = r;
 	mw_progress(c);
@@ -509,7 +553,8 @@ int mw_smc_test(struct mw_smc *c, struct mw_smc_req *req, int *done)
 {
 	if (!c || !req || !done)
 		return -EINVAL;
-	mw_progress(c);
+	if (!c->closed)
+		mw_progress(c);
 	*done = req->phase == RP_DONE;
 	return 0;
 }
@@ -524,7 +569,8 @@ int mw_smc_wait(struct mw_smc *c, struct mw_smc_req *req,
 	if (!c || !req)
 		return -EINVAL;
 	deadline = mw_now_ms() + c->timeout_ms;
-	while (req->phase != RP_DONE) {
+	/* after mw_smc_close every request is done (-ECANCELED or settled) */
+	while (req->phase != RP_DONE && !c->closed) {
 		mw_progress(c);
 		if (req->phase == RP_DONE)
 			break;
@@ -534,6 +580,8 @@ int mw_smc_wait(struct mw_smc *c, struct mw_smc_req *req,
 			sched_yield();
 		}
 	}
+	if (req->phase != RP_DONE)
+		mw_req_finish(c, req, -ECANCELED);	/* cannot happen */
 	if (st) {
 		st->tag = req->tag;
 		st->len = req->len;
@@ -542,7 +590,30 @@ int mw_smc_wait(struct mw_smc *c, struct mw_smc_req *req,
 	}
 	e = req->error;
 	free(req);
+	if (c->nreq)
+		c->nreq--;
+	if (c->closed && !c->nreq)
+		free(c);	/* closed channel: its last request is gone */
 	return e;
+}
+
+/*
+ * A blocking call timed out: the caller has no handle on its request. Not
+ * started yet (no message taken, no RTS out): withdraw it, the buffer is
+ * never touched. Under way: the library owns it and frees it once it
+ * settles; the buffer stays in use until then or mw_smc_close.
+ */
+static void abandon(struct mw_smc *c, struct mw_smc_req *r)
+{
+	struct mw_ep *ep = &c->ep[r->peer];
+
+	if (r->phase == RP_QUEUED) {
+		list_del(r->kind == REQ_SEND ? &ep->sendq : &ep->recvq, r);
+		free(r);
+		c->nreq--;
+	} else {
+		r->orphan = true;
+	}
 }
 
 int mw_smc_send(struct mw_smc *c, int peer, uint32_t tag, const void *buf,
@@ -551,7 +622,9 @@ int mw_smc_send(struct mw_smc *c, int peer, uint32_t tag, const void *buf,
 	struct mw_smc_req *r;
 	int e = mw_smc_isend(c, peer, tag, buf, len, &r);
 
-	return e ? e : mw_smc_wait(c, r, NULL);
+	if (!e && (e = mw_smc_wait(c, r, NULL)) == -ETIMEDOUT)
+		abandon(c, r);
+	return e;
 }
 
 int mw_smc_recv(struct mw_smc *c, int peer, void *buf, size_t cap,
@@ -560,7 +633,9 @@ int mw_smc_recv(struct mw_smc *c, int peer, void *buf, size_t cap,
 	struct mw_smc_req *r;
 	int e = mw_smc_irecv(c, peer, buf, cap, &r);
 
-	return e ? e : mw_smc_wait(c, r, st);
+	if (!e && (e = mw_smc_wait(c, r, st)) == -ETIMEDOUT)
+		abandon(c, r);
+	return e;
 }
 
 int mw_smc_progress(struct mw_smc *c)

@@ -11,7 +11,9 @@
  * All functions return 0 or a negative errno:
  *   -EINVAL bad argument, -ENOMEM, -EMSGSIZE receive buffer too small,
  *   -ECONNRESET peer died or left, -ETIMEDOUT a bounded wait expired,
- *   -EIO a CUDA driver error (see mw_smc_last_error()), -EBUSY, -ENOENT.
+ *   -EIO a CUDA driver error (see mw_smc_last_error()), -EBUSY, -ENOENT,
+ *   -ECANCELED the channel was closed before the request completed,
+ *   -EBADF the channel is closed.
  * Not thread-safe: one thread drives a channel at a time.
  */
 #ifndef MMUWATCH_SMCUDA_H
@@ -37,6 +39,19 @@ extern "C" {
  * peer_pids[i] = pid of local index i if known (liveness of a peer that
  * has not joined yet). Stand-alone use: rank = -1 assigns indices in
  * arrival order; nranks = 0 joins a segment somebody else created.
+ *
+ * global_ranks must be distinct (mw_smc_open: -EINVAL otherwise) and the
+ * same array in every process: mw_smc_wait_peers checks what the peers
+ * published and fails with -EINVAL (text in mw_smc_last_error) if two
+ * local ranks share a global rank or a peer disagrees with this array.
+ *
+ * The job name must be unique per run (an MPI job id is). The segment is
+ * removed by the last process out once every rank joined and left or died
+ * (a rank not joined yet counts as gone only if its peer_pids entry is a
+ * dead pid): a rank that joins late still gets what was sent to it. A
+ * segment left by a run in which some rank never came is joined by that
+ * latecomer, or removed and recreated by the next opener of the name
+ * whose rank slot was already used (as after a crash).
  */
 struct mw_smc_config {
 	size_t size;			/* sizeof(struct mw_smc_config) */
@@ -97,6 +112,14 @@ struct mw_smc_stats {
 
 MW_SMC_API int mw_smc_open(const struct mw_smc_config *cfg,
 			   struct mw_smc **out);
+/*
+ * Copies in flight complete, requests not complete yet complete with
+ * -ECANCELED (a cancelled send may or may not have been delivered), the
+ * rank is marked left; always 0 for a valid channel. Requests the caller
+ * still holds stay valid: after close, mw_smc_test and mw_smc_wait on them
+ * are the only calls allowed on c (others: -EBADF), and c's memory is
+ * freed when the last of them is waited for (at once if none is held).
+ */
 MW_SMC_API int mw_smc_close(struct mw_smc *c);
 MW_SMC_API int mw_smc_rank(const struct mw_smc *c);
 MW_SMC_API int mw_smc_nranks(const struct mw_smc *c);
@@ -109,6 +132,13 @@ MW_SMC_API int mw_smc_peer_alive(struct mw_smc *c, int peer);
  * Messages are delivered per peer in send order (a channel, no matching):
  * the next irecv from a peer gets the next message that peer sent.
  * buf may be host or GPU memory on either side.
+ *
+ * Truncation: a message longer than the receive buffer is consumed and
+ * nothing is written; the receive fails with -EMSGSIZE, status len = the
+ * message's length. The sender is told (-EMSGSIZE) when its completion
+ * waits for the receiver, i.e. on the IPC path (status path
+ * MW_SMC_PATH_IPC); eager and staged sends complete once the data is in
+ * shared memory, before the receiver looks, and report 0.
  */
 MW_SMC_API int mw_smc_isend(struct mw_smc *c, int peer, uint32_t tag,
 			    const void *buf, size_t len,
@@ -118,9 +148,18 @@ MW_SMC_API int mw_smc_irecv(struct mw_smc *c, int peer, void *buf,
 /* *done = 1 when complete; the request stays valid until mw_smc_wait. */
 MW_SMC_API int mw_smc_test(struct mw_smc *c, struct mw_smc_req *req,
 			   int *done);
-/* Wait for completion, fill *st (may be NULL), free the request. */
+/*
+ * Wait for completion, fill *st (may be NULL), free the request. On
+ * -ETIMEDOUT the request stays valid (wait again, or close the channel).
+ */
 MW_SMC_API int mw_smc_wait(struct mw_smc *c, struct mw_smc_req *req,
 			   struct mw_smc_status *st);
+/*
+ * Blocking forms. On -ETIMEDOUT a message not started yet is withdrawn
+ * (its buffer is never touched; a later message goes to the next
+ * receive); one already under way goes on and its buffer must stay valid
+ * until the transfer settles or mw_smc_close returns.
+ */
 MW_SMC_API int mw_smc_send(struct mw_smc *c, int peer, uint32_t tag,
 			   const void *buf, size_t len);
 MW_SMC_API int mw_smc_recv(struct mw_smc *c, int peer, void *buf,

@@ -11,6 +11,7 @@ cd /tmp || exit 1
 run "$TESTBIN/t_fifo"
 run "$TESTBIN/t_double"
 run "$TESTBIN/t_smc"
+run "$TESTBIN/t_lazy"
 # The real driver path links against the CUDA toolkit's stub libcuda.
 echo "== t_stublink (link check against the toolkit's stub libcuda)"
 if ldd "$TESTBIN/t_stublink" 2>/dev/null | grep -q 'libcuda.so.1' &&

@@ -6,8 +6,11 @@
  * bytes and one cuIpcOpenMemHandle per distinct remote allocation; its
  * negative control (buffer-id check off: wrong bytes must appear); every
  * IPC state machine path; fallback paths; injected driver errors; the
- * ALREADY_MAPPED recovery; the bounded event ring with copies in flight;
- * a peer dying mid-transfer; bad input.
+ * ALREADY_MAPPED recovery; the bounded event ring with copies in flight
+ * (and a head that will not complete when the ring is full); a peer dying
+ * mid-transfer on the staged and on the IPC path; inconsistent global
+ * ranks; IPC truncation seen by both sides; bad input, rank claiming,
+ * latecomers and requests outliving mw_smc_close.
  *
  * usage: t_smc [--valgrind] [scenario...]
  */
@@ -45,11 +48,16 @@ static uint64_t now_ms(void)
 static int open_ch(const char *job, unsigned int ring, unsigned int cache,
 		   size_t cache_bytes)
 {
+	/* simul_gr: each array is fine, together they give both 7 */
+	static const int gr[2][2] = { { 7, 8 }, { 8, 7 } };
+	bool gr_bad = !strcmp(t_name, "simul_gr");
 	struct mw_smc_config cfg = {
 		.size = sizeof(cfg), .job = job, .nranks = N, .rank = R,
-		.timeout_ms = 20000, .event_ring_size = ring,
+		.timeout_ms = !strcmp(t_name, "ring_stall") ? 5000 : 20000,
+		.event_ring_size = ring,
 		.ipc_cache_max_entries = cache,
 		.ipc_cache_max_bytes = cache_bytes,
+		.global_ranks = gr_bad ? gr[R] : NULL,
 	};
 	int e = mw_smc_open(&cfg, &C);
 
@@ -58,6 +66,13 @@ static int open_ch(const char *job, unsigned int ring, unsigned int cache,
 		return e;
 	}
 	e = mw_smc_wait_peers(C);
+	if (gr_bad) {
+		CHECK(e == -EINVAL && strstr(mw_smc_last_error(C),
+					     "global_ranks"),
+		      "inconsistent global_ranks: %d '%s'", e,
+		      mw_smc_last_error(C));
+		return 0;	/* usable anyway: ties break by local rank */
+	}
 	if (e)
 		fprintf(stderr, "rank %d: wait_peers: %s\n", R, strerror(-e));
 	return e;
@@ -444,6 +459,25 @@ static int fallback(void)
 		/* GPU buffer running past its allocation */
 		CHECK(mw_smc_isend(C, 1, 10, (void *)(leg + 300 * KB - 10), 100,
 				   &r) == -EINVAL, "overrun accepted");
+		/* IPC into a receive buffer too small: the sender learns it */
+		{
+			struct mw_smc_status sst = { 0 };
+			int e;
+
+			fill_gpu(leg, 300 * KB, seed(0, 11));
+			CHECK(mw_smc_isend(C, 1, 11, (void *)leg, 300 * KB,
+					   &r) == 0, "isend 11");
+			e = mw_smc_wait(C, r, &sst);
+			printf("fallback rank 0: IPC message into a too small "
+			       "receive buffer: sender gets %s (path %d)\n",
+			       strerror(-e), sst.path);
+			CHECK(e == -EMSGSIZE && sst.error == -EMSGSIZE &&
+			      sst.path == MW_SMC_PATH_IPC,
+			      "truncated IPC send: %d path %d", e, sst.path);
+			fill_gpu(leg, 300 * KB, seed(0, 12));
+			CHECK(send_buf(1, 12, (void *)leg, 300 * KB) ==
+			      MW_SMC_PATH_IPC, "after truncation");
+		}
 		printf("fallback rank 0: paths legacy %d %d pool %d vmm %d "
 		       "host-big %d host-small %d empty %d\n", p[0], p[1], p[2],
 		       p[3], p[4], p[5], p[6]);
@@ -480,6 +514,12 @@ static int fallback(void)
 		CHECK(mw_smc_recv(C, 0, tiny, 10, &st) == -EMSGSIZE,
 		      "eager into small buffer");
 		wrong += recv_check(0, h, 2 * MB, false, NULL);
+		CHECK(mw_smc_recv(C, 0, (void *)g, 100 * KB, &st) == -EMSGSIZE &&
+		      st.len == 300 * KB && st.path == MW_SMC_PATH_IPC &&
+		      st.tag == 11, "IPC into small buffer: len %zu path %d",
+		      st.len, st.path);
+		wrong += recv_check(0, (void *)g, 2 * MB, true, &path);
+		CHECK(path == MW_SMC_PATH_IPC, "IPC after truncation: %d", path);
 		printf("fallback rank 1: wrong %zu, opens %llu\n", wrong,
 		       T.count("cuIpcOpenMemHandle") - opens0);
 		CHECK(wrong == 0, "wrong %zu", wrong);
@@ -624,9 +664,12 @@ static int overlap(bool noscan)
 
 /* ---------------- event ring, copies in flight ---------------- */
 
-static int ring(bool nopin)
+enum { RING_NORMAL, RING_NOPIN, RING_STALL };
+
+static int ring(int mode)
 {
 	enum { M = 6 };
+	bool nopin = mode == RING_NOPIN;
 	size_t len = 64 * KB;
 
 	if (td_gpu_init(0))
@@ -663,11 +706,19 @@ static int ring(bool nopin)
 		wrong += recv_check(0, (void *)g, len, true, NULL);
 		go_send(0);
 		T.set_manual(1);
+		/*
+		 * Stall: the first wait for the head of the full ring returns
+		 * without completing it. The push must fail (the caller then
+		 * completes its copy synchronously), not overwrite the head.
+		 */
+		if (mode == RING_STALL)
+			T.inject("cuEventSynchronize", CUDA_ERROR_NOT_READY,
+				 0, 1);
 		copies0 = stats().copies;
 		for (int k = 0; k < M; k++)
 			CHECK(mw_smc_irecv(C, 0, (void *)(g + k * len), len,
 					   &r[k]) == 0, "irecv");
-		uint64_t t_end = now_ms() + 20000;
+		uint64_t t_end = now_ms() + (mode == RING_STALL ? 5000 : 20000);
 
 		for (int all = 0; !all && now_ms() < t_end; loops++) {
 			all = 1;
@@ -712,14 +763,19 @@ static int ring(bool nopin)
 			T.MemFree(g);
 			return 0;
 		}
-		printf("ring rank 1: ring 2, cache bound 1: wrong %zu, out of "
+		printf("ring%s rank 1: ring 2, cache bound 1: wrong %zu, out of "
 		       "order %d, ring-full waits %llu, max pending ops %d, "
 		       "faults %llu, evictions %llu, entries %llu, max open "
-		       "mappings %d\n", wrong,
+		       "mappings %d, open mappings now %d\n",
+		       mode == RING_STALL ? "-stall" : "", wrong,
 		       order_bad, (unsigned long long)s.ring_full_waits,
 		       max_pending, T.faults(),
 		       (unsigned long long)s.cache_evictions,
-		       (unsigned long long)s.cache_entries, max_maps);
+		       (unsigned long long)s.cache_entries, max_maps,
+		       T.open_mappings());
+		/* every pin released: only the cache's one entry is mapped */
+		CHECK(T.open_mappings() <= 1, "mappings left pinned: %d",
+		      T.open_mappings());
 		CHECK(wrong == 0 && order_bad == 0, "data/order");
 		/* bound 1, yet both busy mappings stayed open */
 		CHECK(max_maps >= 2, "busy mapping closed early");
@@ -829,6 +885,113 @@ static int death(void)
 	return 0;
 }
 
+/*
+ * A peer dies mid-transfer on the IPC path, in both directions: rank 1
+ * has copies from rank 0's memory in flight (mappings pinned), receives
+ * posted that no message will fill, and an IPC send of its own that rank 0
+ * mapped but never FINs. Everything fails with -ECONNRESET, nothing hangs,
+ * and no mapping of the dead peer's memory stays open.
+ */
+static int death_ipc(void)
+{
+	enum { M = 4 };
+	size_t len = 256 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr b[M], hs = galloc(len), g = galloc(len);
+		struct mw_smc_req *s[M], *rg, *rgo;
+		char go = 0;
+		int done = 0;
+		uint64_t t_end;
+
+		fill_gpu(hs, len, seed(0, 100));
+		send_buf(1, 100, (void *)hs, len);	/* handshake */
+		go_recv(1);
+		T.set_manual(1);	/* our copies never complete */
+		for (int k = 0; k < M; k++) {
+			b[k] = galloc(len);
+			fill_gpu(b[k], len, seed(0, k));
+			CHECK(mw_smc_isend(C, 1, k, (void *)b[k], len, &s[k]) ==
+			      0, "isend");
+		}
+		CHECK(mw_smc_irecv(C, 1, (void *)g, len, &rg) == 0, "irecv");
+		CHECK(mw_smc_irecv(C, 1, &go, 1, &rgo) == 0, "irecv go");
+		t_end = now_ms() + 10000;
+		while (!done && now_ms() < t_end)
+			mw_smc_test(C, rgo, &done);
+		CHECK(done && go == 'g', "go");
+		raise(SIGKILL);
+	} else {
+		CUdeviceptr g = galloc((M + 2) * len), src = galloc(len);
+		struct mw_smc_req *r[M + 2], *s;
+		struct mw_smc_status st;
+		struct mw_smc_stats ss;
+		uint64_t copies0, t_end, t0, detect;
+		int maps, e[M + 2], es, reset = 0;
+		char tiny[4];
+
+		recv_check(0, (void *)g, len, true, NULL);
+		go_send(0);
+		t_end = now_ms() + 5000;
+		while (mw_smc_ipc_state(C, 0) != MW_SMC_IPC_OK &&
+		       now_ms() < t_end)
+			mw_smc_progress(C);
+		CHECK(mw_smc_ipc_state(C, 0) == MW_SMC_IPC_OK, "1 -> 0 OK");
+		T.set_manual(1);	/* copies stay in flight */
+		copies0 = stats().copies;
+		for (int k = 0; k < M + 2; k++)
+			CHECK(mw_smc_irecv(C, 0, (void *)(g + k * len), len,
+					   &r[k]) == 0, "irecv");
+		fill_gpu(src, len, seed(1, 7));
+		CHECK(mw_smc_isend(C, 0, 7, (void *)src, len, &s) == 0, "isend");
+		while (stats().copies - copies0 < M && now_ms() < t_end)
+			mw_smc_progress(C);
+		CHECK(stats().copies - copies0 == M, "copies in flight");
+		maps = T.open_mappings();
+		go_send(0);
+		t0 = now_ms();
+		while (mw_smc_peer_alive(C, 0) == 1 && now_ms() - t0 < 5000) {
+			mw_smc_progress(C);
+			usleep(1000);
+		}
+		detect = now_ms() - t0;
+		T.set_manual(0);	/* our local copies complete */
+		for (int k = 0; k < M + 2; k++) {
+			e[k] = mw_smc_wait(C, r[k], NULL);
+			reset += e[k] == -ECONNRESET;
+		}
+		es = mw_smc_wait(C, s, &st);
+		ss = stats();
+		printf("death-ipc rank 1: peer killed with %d copies in flight "
+		       "(%d mappings), %d receives posted, an IPC send "
+		       "mapped by it: detected after %llu ms; receives "
+		       "reset %d/%d, send %s; mappings now %d, cache "
+		       "entries %llu, faults %llu\n", M, maps, M + 2,
+		       (unsigned long long)detect, reset, M + 2,
+		       strerror(-es), T.open_mappings(),
+		       (unsigned long long)ss.cache_entries, T.faults());
+		CHECK(maps == M, "mappings in flight %d", maps);
+		CHECK(detect < 5000, "slow detection");
+		CHECK(reset == M + 2, "receives: %d %d %d %d %d %d", e[0], e[1],
+		      e[2], e[3], e[4], e[5]);
+		CHECK(es == -ECONNRESET && st.path == MW_SMC_PATH_IPC,
+		      "IPC send to the dead peer: %d path %d", es, st.path);
+		CHECK(T.open_mappings() == 0 && ss.cache_entries == 0,
+		      "mappings of the dead peer left open: %d",
+		      T.open_mappings());
+		CHECK(T.faults() == 0, "faults");
+		CHECK(mw_smc_recv(C, 0, tiny, sizeof(tiny), NULL) ==
+		      -ECONNRESET, "recv after");
+		CHECK(mw_smc_send(C, 0, 1, (void *)src, len) == -ECONNRESET,
+		      "send after");
+		T.MemFree(g);
+		T.MemFree(src);
+	}
+	return 0;
+}
+
 /* ---------------- child dispatch ---------------- */
 
 static int child(const char *scen, const char *job)
@@ -852,7 +1015,7 @@ static int child(const char *scen, const char *job)
 		rc = notready(5, 7);
 	else if (!strcmp(scen, "retry"))
 		rc = notready(2, 6);
-	else if (!strcmp(scen, "simul"))
+	else if (!strcmp(scen, "simul") || !strcmp(scen, "simul_gr"))
 		rc = simul();
 	else if (!strcmp(scen, "asym"))
 		rc = asym();
@@ -865,11 +1028,15 @@ static int child(const char *scen, const char *job)
 	else if (!strcmp(scen, "overlap_noscan"))
 		rc = overlap(true);
 	else if (!strcmp(scen, "ring"))
-		rc = ring(false);
+		rc = ring(RING_NORMAL);
 	else if (!strcmp(scen, "ring_nopin"))
-		rc = ring(true);
+		rc = ring(RING_NOPIN);
+	else if (!strcmp(scen, "ring_stall"))
+		rc = ring(RING_STALL);
 	else if (!strcmp(scen, "death"))
 		rc = death();
+	else if (!strcmp(scen, "death_ipc"))
+		rc = death_ipc();
 	else if (!strcmp(scen, "lru"))
 		rc = lru();
 	else
@@ -881,6 +1048,133 @@ static int child(const char *scen, const char *job)
 }
 
 /* ---------------- bad input (in this process) ---------------- */
+
+static bool seg_exists(const char *job)
+{
+	char p[160];
+
+	snprintf(p, sizeof(p), "/dev/shm/mw-smc-%s", job);
+	return access(p, F_OK) == 0;
+}
+
+/*
+ * Requests outlive mw_smc_close: the ones not complete complete with
+ * -ECANCELED, every one stays valid until mw_smc_wait releases it (the
+ * channel's memory goes with the last one).
+ */
+static void close_outstanding(const struct mw_smc_config *base)
+{
+	struct mw_smc_config cfg = *base;
+	struct mw_smc *c0, *c1;
+	struct mw_smc_req *s, *big, *b, *a, *x;
+	struct mw_smc_status st;
+	char job[80], in[8] = { 0 };
+	size_t bigsz = MB;
+	unsigned char *bigbuf = calloc(1, bigsz);
+	int done = 0;
+
+	snprintf(job, sizeof(job), "t-%d-close", (int)getpid());
+	cfg.job = job;
+	cfg.rank = -1;
+	CHECK(mw_smc_open(&cfg, &c0) == 0 && mw_smc_open(&cfg, &c1) == 0,
+	      "open");
+	/* a blocking receive that timed out is withdrawn: the message
+	 * sent afterwards goes to the next receive, not into its buffer */
+	{
+		char stale[8] = "-------", fresh[8] = { 0 };
+
+		CHECK(mw_smc_recv(c1, 0, stale, sizeof(stale), NULL) ==
+		      -ETIMEDOUT, "nothing sent");
+		CHECK(mw_smc_send(c0, 1, 4, "new", 3) == 0, "send");
+		CHECK(mw_smc_recv(c1, 0, fresh, sizeof(fresh), &st) == 0 &&
+		      st.len == 3 && !memcmp(fresh, "new", 3) &&
+		      !memcmp(stale, "-------", 7),
+		      "timed-out receive took the next message");
+	}
+	/* done, never waited */
+	CHECK(mw_smc_isend(c0, 1, 1, "hi", 2, &s) == 0, "eager");
+	/* staged, more than the bounce slots: stays active */
+	CHECK(mw_smc_isend(c0, 1, 2, bigbuf, bigsz, &big) == 0, "staged");
+	/* queued: nothing will come */
+	CHECK(mw_smc_irecv(c0, 1, in, sizeof(in), &b) == 0, "irecv");
+	CHECK(mw_smc_irecv(c1, 0, in, sizeof(in), &a) == 0, "irecv");
+	CHECK(mw_smc_close(c0) == 0, "close with requests outstanding");
+	CHECK(mw_smc_isend(c0, 1, 3, in, 1, &x) == -EBADF, "closed channel");
+	CHECK(mw_smc_test(c0, b, &done) == 0 && done, "test after close");
+	CHECK(mw_smc_wait(c0, b, &st) == -ECANCELED &&
+	      st.error == -ECANCELED, "queued receive cancelled");
+	CHECK(mw_smc_wait(c0, big, NULL) == -ECANCELED,
+	      "active send cancelled");
+	CHECK(mw_smc_wait(c0, s, &st) == 0 && st.path == MW_SMC_PATH_EAGER,
+	      "completed send still valid");	/* frees c0 */
+	CHECK(mw_smc_wait(c1, a, &st) == 0 && st.len == 2 &&
+	      !memcmp(in, "hi", 2), "sent before close");
+	/* the cancelled stream is cut short: reset, not a hang */
+	CHECK(mw_smc_recv(c1, 0, bigbuf, bigsz, NULL) == -ECONNRESET,
+	      "cut stream");
+	CHECK(mw_smc_close(c1) == 0, "close");
+	CHECK(!seg_exists(job), "segment left");
+	free(bigbuf);
+}
+
+/*
+ * A process refused a taken rank must not have touched the owner's
+ * record; global_ranks must be distinct, within one array and across
+ * the processes.
+ */
+static void claim_and_global_ranks(const struct mw_smc_config *base)
+{
+	struct mw_smc_config cfg = *base, q;
+	struct mw_smc *c0, *c1, *x;
+	int g[2] = { 40, 41 }, dup[2] = { 3, 3 };
+	int g0[2] = { 5, 6 }, g1[2] = { 6, 5 };
+	char job[80];
+	pid_t k;
+	int ws = 0;
+
+	snprintf(job, sizeof(job), "t-%d-claim", (int)getpid());
+	cfg.job = job;
+	cfg.rank = 0;
+	cfg.global_ranks = dup;
+	CHECK(mw_smc_open(&cfg, &x) == -EINVAL, "duplicate global_ranks");
+	CHECK(!seg_exists(job), "rejected before creating anything");
+	cfg.global_ranks = g;
+	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0");
+	cfg.rank = 1;
+	CHECK(mw_smc_open(&cfg, &c1) == 0, "open 1");
+	k = fork();
+	if (k == 0) {
+		static const int other[2] = { 50, 51 };
+
+		q = cfg;
+		q.rank = 0;
+		q.global_ranks = other;
+		_exit(mw_smc_open(&q, &x) == -EBUSY ? 0 : 1);
+	}
+	waitpid(k, &ws, 0);
+	CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "taken rank: -EBUSY");
+	CHECK(mw_smc_peer_alive(c1, 0) == 1,
+	      "owner's record overwritten by a refused opener");
+	CHECK(mw_smc_wait_peers(c1) == 0, "global ranks: %s",
+	      mw_smc_last_error(c1));
+	mw_smc_close(c0);
+	mw_smc_close(c1);
+	CHECK(!seg_exists(job), "segment left");
+	/* each array fine, together both local ranks are global rank 5 */
+	cfg.rank = 0;
+	cfg.global_ranks = g0;
+	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0");
+	cfg.rank = 1;
+	cfg.global_ranks = g1;
+	CHECK(mw_smc_open(&cfg, &c1) == 0, "open 1");
+	CHECK(mw_smc_wait_peers(c0) == -EINVAL &&
+	      strstr(mw_smc_last_error(c0), "global_ranks"),
+	      "inconsistent global_ranks: '%s'", mw_smc_last_error(c0));
+	printf("badinput: %s\n", mw_smc_last_error(c0));
+	mw_smc_close(c0);
+	mw_smc_close(c1);
+	CHECK(!seg_exists(job), "segment left");
+}
 
 static void badinput(void)
 {
@@ -1001,15 +1295,41 @@ static void badinput(void)
 	CHECK(mw_smc_wait_peers(c0) == -ECONNRESET, "dead before join");
 	CHECK(mw_smc_recv(c0, 1, out, 10, NULL) == -ECONNRESET, "recv dead");
 	mw_smc_close(c0);
-	/* unknown peer that never comes: bounded wait */
+	/* unknown peer that has not come: bounded wait */
 	b = cfg;
 	b.rank = 0;
 	CHECK(mw_smc_open(&b, &c0) == 0, "open");
 	CHECK(mw_smc_wait_peers(c0) == -ETIMEDOUT, "never joins");
 	CHECK(mw_smc_recv(c0, 1, out, 10, NULL) == -ETIMEDOUT, "recv bound");
+	CHECK(mw_smc_send(c0, 1, 9, "late", 4) == 0, "send to a latecomer");
 	mw_smc_close(c0);
-	snprintf(out, sizeof(out), "/dev/shm/mw-smc-%s", job);
-	CHECK(access(out, F_OK) != 0, "segment of a finished job left");
+	/* it may still come: the segment and the message wait for it */
+	CHECK(seg_exists(job), "segment removed before rank 1 joined");
+	b.rank = 1;
+	CHECK(mw_smc_open(&b, &c1) == 0, "latecomer");
+	CHECK(mw_smc_recv(c1, 0, out, 10, &st) == 0 && st.len == 4 &&
+	      st.tag == 9 && !memcmp(out, "late", 4),
+	      "latecomer lost the message sent before it joined");
+	CHECK(mw_smc_wait_peers(c1) == -ECONNRESET, "rank 0 left");
+	mw_smc_close(c1);
+	CHECK(!seg_exists(job), "segment of a finished job left");
+	/* a run that ended with rank 1 missing; the next run starts over */
+	b.rank = 0;
+	CHECK(mw_smc_open(&b, &c0) == 0, "open");
+	CHECK(mw_smc_send(c0, 1, 9, "old", 3) == 0, "send");
+	mw_smc_close(c0);
+	CHECK(seg_exists(job), "kept for rank 1");
+	CHECK(mw_smc_open(&b, &c0) == 0, "next run's rank 0");
+	b.rank = 1;
+	CHECK(mw_smc_open(&b, &c1) == 0 && mw_smc_wait_peers(c0) == 0,
+	      "next run joins");
+	CHECK(mw_smc_recv(c1, 0, out, 10, NULL) == -ETIMEDOUT,
+	      "next run saw the last run's data");
+	mw_smc_close(c0);
+	mw_smc_close(c1);
+	CHECK(!seg_exists(job), "segment of a finished job left");
+	claim_and_global_ranks(&cfg);
+	close_outstanding(&cfg);
 	/* directory rendezvous */
 	b = cfg;
 	b.dir = "/tmp";
@@ -1036,8 +1356,10 @@ static const struct scen scens[] = {
 	{ "retry", 2, false }, { "simul", 2, false }, { "asym", 2, false },
 	{ "fallback", 2, false }, { "inject", 2, false },
 	{ "overlap", 2, false }, { "overlap_noscan", 2, false },
-	{ "ring", 2, false }, { "ring_nopin", 2, false }, { "lru", 2, false },
-	{ "death", 2, true },
+	{ "ring", 2, false }, { "ring_nopin", 2, false },
+	{ "ring_stall", 2, false }, { "lru", 2, false },
+	{ "death", 2, true }, { "death_ipc", 2, true },
+	{ "simul_gr", 2, false },
 };
 
 static int run(const struct scen *s, bool vg)
