@@ -1,50 +1,53 @@
 // SPDX-License-Identifier: MIT
 /*
- * Glue core: picks the event source when the library is loaded (kernel if
- * /dev/mmuwatch opens, else the hooks if they are linked in and active,
- * else none), runs the ring consumer thread, fans releases out to the
- * libfabric monitor and to UCX, and prints the status.
+ * Glue core. libmmuwatch (a DT_NEEDED dependency of this library) owns the
+ * event source: mw_init() picks kernel (/dev/mmuwatch), hooks (they are
+ * part of libmmuwatch) or none, and MMUWATCH_SOURCE forces one. The glue
+ * registers a release callback (every invalidated range -> UCX queue) and
+ * per-watch invalid callbacks (subs.c -> libfabric notify queue), runs the
+ * glue thread that delivers both queues outside everybody's locks, and
+ * prints the status.
  *
- * Environment: MMUWATCH_MPI=0 disables the glue; MMUWATCH_SOURCE=kernel|
- * hooks|none forces a source; MMUWATCH_FI_MONITOR=0 and MMUWATCH_UCX=0
- * switch off one side; MMUWATCH_MPI_VERBOSE=1 logs decisions to stderr.
+ * Environment: MMUWATCH_MPI=0 disables the glue; MMUWATCH_FI_MONITOR=0 and
+ * MMUWATCH_UCX=0 switch off one side; MMUWATCH_MPI_VERBOSE=1 logs
+ * decisions to stderr; MMUWATCH_MPI_STATS=1 prints the status at exit;
+ * MMUWATCH_MPI_RING_THREAD=0 (tests) runs no glue thread.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#include <hooks/hooks.h>
 
 #include "mwmpi.h"
 
 struct mw_mpi_stats mw_mpi_stats;
 
-static enum mw_mpi_source source = MW_SRC_NONE;
-static int verbose, wake_fd = -1;
-static pthread_t ring_thread;
-static atomic_int ring_running;
+static int verbose, active, want_thread;
+static enum mw_source source = MW_SOURCE_NONE;
+static int wake_fd = -1;
+static atomic_int kicked;
+static atomic_int thread_running;
+static pthread_mutex_t thread_lock = PTHREAD_MUTEX_INITIALIZER;
+/* initial-exec: read inside hooks, where a lazy TLS allocation could
+ * recurse into malloc. */
+static __thread int in_glue_thread __attribute__((tls_model("initial-exec")));
 
-/* The hooks are optional: linked in when hooks/ provides libmw_hooks.a. */
-extern int mw_hooks_init(void) __attribute__((weak));
-extern void mw_hooks_set_release_cb(mw_release_fn fn) __attribute__((weak));
-extern const char *mw_hooks_decision(void) __attribute__((weak));
-
-enum mw_mpi_source mw_mpi_source(void)
+enum mw_source mw_mpi_source(void)
 {
 	return source;
 }
 
 const char *mw_mpi_source_name(void)
 {
-	static const char *const names[] = { "none", "kernel", "hooks" };
-
-	return names[source];
+	return mw_source_name(source);
 }
 
 int mw_mpi_env_bool(const char *name, int def)
@@ -72,126 +75,199 @@ void mw_mpi_log(const char *fmt, ...)
 	fprintf(stderr, "%s\n", buf);
 }
 
-void mw_mpi_released(uintptr_t start, uintptr_t end, unsigned owners, int sync)
+void mw_mpi_kick(void)
 {
-	(void)sync;
-	if (owners & MW_SUB_FI)
-		mw_fi_notify(start, end);
-	/* UCX keeps its own table: forward every release we learn about,
-	 * whether or not we hold a watch that overlaps it. */
-	mw_ucx_forward(start, end);
+	uint64_t one = 1;
+	int fd = wake_fd, e;
+
+	if (in_glue_thread || fd < 0 ||
+	    atomic_exchange_explicit(&kicked, 1, memory_order_acq_rel))
+		return;
+	e = errno;
+	if (write(fd, &one, sizeof(one)) < 0)
+		atomic_store(&kicked, 0);
+	errno = e;
 }
 
-static void on_event(uint64_t cookie, uintptr_t start, uintptr_t end,
-		     uint32_t reason)
+/*
+ * libmmuwatch's release callback: every invalidated range it sees. With
+ * the hooks it runs inside the releasing call (maybe inside the
+ * allocator); with the kernel, in the thread that drains the ring, under
+ * the library's lock. Lock-free and malloc-free: queue only.
+ */
+static void on_release(void *arg, uintptr_t start, uintptr_t end,
+		       enum mw_source src)
 {
-	unsigned owners;
-
-	(void)cookie;
-	(void)reason;
-	atomic_fetch_add(&mw_mpi_stats.ring_events, 1);
-	owners = mw_subs_invalidate(start, end);
-	mw_mpi_released(start, end, owners, 0);
+	(void)arg;
+	if (src == MW_SOURCE_KERNEL) {
+		atomic_fetch_add_explicit(&mw_mpi_stats.ring_events, 1,
+					  memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&mw_mpi_stats.hook_releases, 1,
+					  memory_order_relaxed);
+		/* The library applies hook releases to the watches lazily:
+		 * let the glue thread do it, so that libfabric's notify
+		 * follows promptly. */
+		if (mw_subs_count())
+			mw_mpi_kick();
+	}
+	mw_ucx_released(start, end);
 }
 
-static void on_rescan(uintptr_t start, uintptr_t end, unsigned owners)
+/* One round: library events (runs the callbacks above), then the queues. */
+static int progress(void)
 {
-	mw_mpi_released(start, end, owners, 0);
+	int n = 0, r, i;
+
+	if (source != MW_SOURCE_NONE)
+		for (i = 0; i < 64; i++) {
+			r = mw_events_progress(256);
+			if (r <= 0)
+				break;
+			n += r;
+			if (r < 256)
+				break;
+		}
+	n += mw_fi_deliver();
+	n += mw_ucx_deliver();
+	return n;
 }
 
-static void on_overflow(void)
+/* The glue thread: sleeps in poll() on the library's event fd (kernel)
+ * and on the wake eventfd (kicked by the callbacks), then delivers. It
+ * holds no lock of libfabric's or the library's when it calls libfabric's
+ * notify or ucm_vm_munmap(). */
+static void *glue_main(void *arg)
 {
-	atomic_fetch_add(&mw_mpi_stats.overflows, 1);
-	mw_subs_rescan(on_rescan);
-}
-
-/* One consumer at a time: the ring thread or a caller of mw_mpi_sync(). */
-static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void *ring_main(void *arg)
-{
-	struct pollfd pfd[2];
-	int ret;
+	struct pollfd p[2];
+	uint64_t v;
+	int np, busy = 0;
 
 	(void)arg;
-	while (atomic_load(&ring_running)) {
-		pfd[0] = (struct pollfd){ .fd = mw_kw_fd(), .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
-		if (poll(pfd, 2, 1000) < 0 && errno != EINTR)
+	in_glue_thread = 1;
+	for (;;) {
+		int kfd = source == MW_SOURCE_KERNEL ? mw_event_fd() : -1;
+
+		np = 0;
+		p[np++] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
+		if (kfd >= 0)
+			p[np++] = (struct pollfd){ .fd = kfd, .events = POLLIN };
+		if (poll(p, (nfds_t)np, busy ? 0 : 1000) < 0 && errno != EINTR)
 			break;
-		pthread_mutex_lock(&drain_lock);
-		ret = mw_kw_drain(on_event, on_overflow, -1, -1);
-		pthread_mutex_unlock(&drain_lock);
-		if (ret < 0)
-			break;
+		if (p[0].revents & POLLIN) {
+			if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		atomic_store(&kicked, 0);
+		busy = progress() > 0;
 	}
+	atomic_store(&thread_running, 0);
 	return NULL;
+}
+
+void mw_mpi_ensure_thread(void)
+{
+	sigset_t all, old;
+	pthread_t t;
+
+	if (!want_thread || atomic_load_explicit(&thread_running,
+						 memory_order_acquire))
+		return;
+	pthread_mutex_lock(&thread_lock);
+	if (!atomic_load(&thread_running)) {
+		/* Signals belong to the application's threads. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&t, NULL, glue_main, NULL)) {
+			mw_mpi_log("cannot start the glue thread");
+			want_thread = 0;
+		} else {
+			pthread_detach(t);
+			atomic_store(&thread_running, 1);
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_mutex_unlock(&thread_lock);
 }
 
 void mw_mpi_sync(void)
 {
-	if (source != MW_SRC_KERNEL || !mw_kw_pending())
+	int n = 0, r;
+
+	if (!active || !mw_ucx_enabled())
 		return;
-	atomic_fetch_add(&mw_mpi_stats.ucx_sync, 1);
-	pthread_mutex_lock(&drain_lock);
-	mw_kw_drain(on_event, on_overflow, -1, -1);
-	pthread_mutex_unlock(&drain_lock);
-}
-
-/* Hooks mode: called synchronously before the memory goes away. */
-static void on_hook_release(uintptr_t start, uintptr_t end,
-			    enum mw_release_kind kind)
-{
-	unsigned owners;
-
-	atomic_fetch_add(&mw_mpi_stats.hook_releases, 1);
-	owners = mw_subs_invalidate(start, end);
-	/* The libfabric cache is told through valid() (the entry is marked
-	 * above); its notify takes libfabric's locks, which the releasing
-	 * thread may hold, so it is not called from here. UCX is told now,
-	 * except from inside an allocator (UCX's handler may allocate). */
-	(void)owners;
-	if (kind != MW_RELEASE_ALLOC && kind != MW_RELEASE_LIBC)
-		mw_ucx_forward(start, end);
-}
-
-static void child_after_fork(void)
-{
-	/* The kernel context is the parent's; every cached entry in the
-	 * child is invalid from now on (valid() says so). */
-	mw_kw_forget_after_fork();
-	atomic_store(&ring_running, 0);
-}
-
-static void pick_source(void)
-{
-	const char *want = getenv("MMUWATCH_SOURCE");
-	int err;
-
-	if (!want || !*want || !strcmp(want, "kernel")) {
-		err = mw_kw_open();
-		if (!err) {
-			source = MW_SRC_KERNEL;
-			return;
-		}
-		mw_mpi_log("kernel source unavailable: %s", strerror(-err));
-		if (want && !strcmp(want, "kernel"))
-			return;
+	mw_mpi_ensure_thread();
+	/* Kernel mode: the module queued the event inside the unmap, so
+	 * every release before this call (in program order) is in the ring;
+	 * the drain passes it to on_release -> UCX queue. Hooks mode: the
+	 * release callback queued it synchronously already. */
+	if (source == MW_SOURCE_KERNEL) {
+		r = mw_events_progress(0);
+		if (r > 0)
+			n += r;
 	}
-	if ((!want || !*want || !strcmp(want, "hooks")) && mw_hooks_init &&
-	    mw_hooks_set_release_cb) {
-		if (mw_hooks_init()) {
-			mw_hooks_set_release_cb(on_hook_release);
-			source = MW_SRC_HOOKS;
-			return;
-		}
-		mw_mpi_log("hooks not active: %s",
-			   mw_hooks_decision ? mw_hooks_decision() : "?");
-	}
+	n += mw_ucx_deliver();
+	if (n)
+		atomic_fetch_add_explicit(&mw_mpi_stats.ucx_sync, 1,
+					  memory_order_relaxed);
+}
+
+/*
+ * fork. libmmuwatch registers its handlers in mw_init(), before ours, so
+ * our prepare runs first (the table lock, which the glue takes before the
+ * library's) and our child handler runs after the library's (the device
+ * is re-opened, the parent's watches are dead or fired). The queues are
+ * not locked across fork (their consumers call into UCX and libfabric):
+ * the child resets them and flushes conservatively.
+ */
+static void atfork_prepare(void)
+{
+	mw_subs_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	mw_subs_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	int fd;
+
+	mw_subs_atfork_child();
+	mw_ucx_atfork_child();
+	mw_fi_atfork_child();
+	/* The glue thread did not survive; it restarts at the next use.
+	 * A wake eventfd of our own (the inherited one is shared). */
+	pthread_mutex_init(&thread_lock, NULL);
+	atomic_store(&thread_running, 0);
+	atomic_store(&kicked, 0);
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd >= 0)
+		close(wake_fd);
+	wake_fd = fd;
+	atomic_fetch_add(&mw_mpi_stats.forks, 1);
+}
+
+/* With the glue preloaded alone, libmmuwatch (its DT_NEEDED) comes after
+ * libc in symbol order, and its hooks rely on GOT relocation only. Say so
+ * (verbose): preloading libmmuwatch.so.1 first is the robust setup. */
+static void check_order(void)
+{
+	void *h = dlopen("libmmuwatch.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *ours = h ? dlsym(h, "malloc") : NULL;
+
+	if (ours && dlsym(RTLD_DEFAULT, "malloc") != ours)
+		mw_mpi_log("libmmuwatch.so.1 comes after libc in symbol order "
+			   "(preload it before libmmuwatch-mpi.so)");
+	if (h)
+		dlclose(h);
 }
 
 __attribute__((constructor)) static void mw_mpi_init(void)
 {
+	int ret;
+
 	verbose = mw_mpi_env_bool("MMUWATCH_MPI_VERBOSE", 0);
 	if (!mw_mpi_env_bool("MMUWATCH_MPI", 1)) {
 		mw_mpi_log("disabled by MMUWATCH_MPI=0");
@@ -199,23 +275,24 @@ __attribute__((constructor)) static void mw_mpi_init(void)
 	}
 	if (mw_subs_init(1u << 16))
 		return;
-	pick_source();
-	mw_mpi_log("event source: %s", mw_mpi_source_name());
-	/* MMUWATCH_MPI_RING_THREAD=0 (tests): events are then delivered
-	 * only by mw_mpi_sync() at UCX entry points and by valid(). */
-	if (source == MW_SRC_KERNEL &&
-	    mw_mpi_env_bool("MMUWATCH_MPI_RING_THREAD", 1)) {
+	ret = mw_init();
+	if (ret)
+		mw_mpi_log("libmmuwatch: %s", mw_strerror(ret));
+	source = mw_source();
+	mw_mpi_log("event source: %s (%s)", mw_source_name(source),
+		   mw_source_reason());
+	if (verbose)
+		check_order();
+	active = 1;
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (source != MW_SOURCE_NONE) {
 		wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		atomic_store(&ring_running, 1);
-		if (pthread_create(&ring_thread, NULL, ring_main, NULL)) {
-			atomic_store(&ring_running, 0);
-			mw_mpi_log("cannot start the ring thread");
-		} else {
-			pthread_detach(ring_thread);
-		}
+		want_thread = wake_fd >= 0 &&
+			mw_mpi_env_bool("MMUWATCH_MPI_RING_THREAD", 1);
+		ret = mw_release_cb_add(on_release, NULL);
+		if (ret)
+			mw_mpi_log("mw_release_cb_add: %s", mw_strerror(ret));
 	}
-	if (source == MW_SRC_KERNEL)
-		pthread_atfork(NULL, NULL, child_after_fork);
 	/* With no source the monitor still installs: valid() then says
 	 * "invalid" for every entry, so libfabric re-registers each time
 	 * (correct, no leave-pinned) rather than trusting stale entries. */
@@ -227,23 +304,31 @@ __attribute__((constructor)) static void mw_mpi_init(void)
 MW_EXPORT int mw_mpi_status(char *buf, size_t len)
 {
 	struct mw_mpi_stats *s = &mw_mpi_stats;
+	struct mw_stats ls = { 0 };
 
+	if (active)
+		mw_stats_get(&ls);
 	return snprintf(buf, len,
 			"source=%s libfabric=%s ucx=%s watched=%zu "
 			"fi_subscribe=%lu fi_unsubscribe=%lu fi_valid=%lu "
-			"fi_invalid=%lu fi_notify=%lu ucx_watch=%lu "
-			"ucx_forward=%lu ucx_sync=%lu ring_events=%lu overflows=%lu "
-			"hook_releases=%lu watch_fail=%lu",
-			mw_mpi_source_name(), mw_fi_state(), mw_ucx_state(),
-			mw_subs_count(), s->fi_subscribe, s->fi_unsubscribe,
-			s->fi_valid, s->fi_invalid, s->fi_notify, s->ucx_watch,
-			s->ucx_forward, s->ucx_sync, s->ring_events, s->overflows,
-			s->hook_releases, s->watch_fail);
+			"fi_invalid=%lu fi_notify=%lu fi_qfull=%lu "
+			"ucx_watch=%lu ucx_forward=%lu ucx_sync=%lu "
+			"ucx_qfull=%lu ucx_flush_all=%lu ring_events=%lu "
+			"overflows=%llu hook_releases=%lu watch_fail=%lu "
+			"forks=%lu",
+			active ? mw_mpi_source_name() : "off", mw_fi_state(),
+			mw_ucx_state(), mw_subs_count(), s->fi_subscribe,
+			s->fi_unsubscribe, s->fi_valid, s->fi_invalid,
+			s->fi_notify, s->fi_qfull, s->ucx_watch,
+			s->ucx_forward, s->ucx_sync, s->ucx_qfull,
+			s->ucx_flush_all, s->ring_events,
+			(unsigned long long)ls.overflows, s->hook_releases,
+			s->watch_fail, s->forks);
 }
 
 __attribute__((destructor)) static void mw_mpi_fini(void)
 {
-	char buf[512];
+	char buf[640];
 
 	if (!mw_mpi_env_bool("MMUWATCH_MPI_STATS", 0))
 		return;

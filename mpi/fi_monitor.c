@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * libfabric memory monitor backed by mmuwatch (libfabric >= 1.13 import
+ * libfabric memory monitor backed by libmmuwatch (libfabric >= 1.13 import
  * interface, rdma/fi_ext.h). Imported into libfabric's MR cache when this
  * library loads, before any domain opens: libfabric refuses to replace a
  * monitor that a cache already uses.
  *
- *   subscribe   -> watch the range in the kernel (or track it for hooks)
- *   valid       -> one load of the watch's validity word
- *   ring event  -> notify (from the ring thread, never under libfabric's
- *                  locks; notify takes them)
- *   unsubscribe -> unwatch
+ *   subscribe   -> mw_watch_add() of the range (subs.c)
+ *   valid       -> mw_watch_valid() of its watch (one load in kernel mode)
+ *   invalidated -> the watch's invalid callback queues the range; the glue
+ *                  thread calls notify (never from the callback: notify
+ *                  takes libfabric's mm_lock, which the draining thread may
+ *                  hold, since valid and subscribe run under it)
+ *   unsubscribe -> mw_watch_remove()
  *
  * MMUWATCH_FI_MONITOR=0 leaves libfabric's own monitor in place.
  */
@@ -55,7 +57,7 @@ static int mon_subscribe(struct fid_mem_monitor *m, const void *addr,
 
 	(void)m;
 	atomic_fetch_add(&mw_mpi_stats.fi_subscribe, 1);
-	if (mw_mpi_source() == MW_SRC_NONE)
+	if (mw_mpi_source() == MW_SOURCE_NONE)
 		return 0;	/* valid() answers false: no caching */
 	ret = mw_subs_add(s, s + len, MW_SUB_FI);
 	/* Failing the subscription makes libfabric skip caching this
@@ -101,13 +103,69 @@ static struct fid_mem_monitor monitor = {
 };
 static atomic_int imported;
 
-void mw_fi_notify(uintptr_t start, uintptr_t end)
+/* Ranges whose watches had libfabric references, waiting for notify. */
+#define FIQ_CELLS 1024U
+static struct mw_rq_cell fiq_cells[FIQ_CELLS];
+static struct mw_rq fiq = { .cells = NULL };
+
+static int notify_ready(void)
 {
-	if (!atomic_load(&imported) || !atomic_load(&started) ||
-	    !monitor.import_ops || !monitor.import_ops->notify)
+	return atomic_load(&imported) && atomic_load(&started) &&
+	       monitor.import_ops && monitor.import_ops->notify;
+}
+
+void mw_fi_invalidated(uintptr_t start, uintptr_t end)
+{
+	if (!fiq.cells || !notify_ready())
 		return;
+	if (mw_rq_push(&fiq, start, end))
+		atomic_fetch_add(&mw_mpi_stats.fi_qfull, 1);
+	mw_mpi_kick();
+}
+
+static void notify(uintptr_t start, uintptr_t end)
+{
 	atomic_fetch_add(&mw_mpi_stats.fi_notify, 1);
 	monitor.import_ops->notify(&monitor, (const void *)start, end - start);
+}
+
+int mw_fi_deliver(void)
+{
+	uintptr_t s, e;
+	int n = 0;
+
+	if (!fiq.cells || !mw_rq_pending(&fiq))
+		return 0;
+	if (!notify_ready()) {
+		while (mw_rq_pop(&fiq, &s, &e))
+			;
+		mw_rq_take_all(&fiq);
+		return 0;
+	}
+	/* The queue overflowed: libfabric drops every overlapping entry. */
+	if (mw_rq_take_all(&fiq)) {
+		while (mw_rq_pop(&fiq, &s, &e))
+			;
+		notify(MW_ALL_START, MW_ALL_END);
+		return 1;
+	}
+	while (mw_rq_pop(&fiq, &s, &e)) {
+		notify(s, e);
+		n++;
+	}
+	return n;
+}
+
+void mw_fi_atfork_child(void)
+{
+	/* A push may have been half done by a thread that is gone; the
+	 * child's libfabric cache entries are the parent's: drop them all. */
+	if (!fiq.cells)
+		return;
+	memset(fiq_cells, 0, sizeof(fiq_cells));
+	mw_rq_init(&fiq, fiq_cells, FIQ_CELLS);
+	if (notify_ready())
+		atomic_store(&fiq.all, 1);
 }
 
 const char *mw_fi_state(void)
@@ -123,6 +181,7 @@ void mw_fi_install(void)
 	void *h;
 	int ret;
 
+	mw_rq_init(&fiq, fiq_cells, FIQ_CELLS);
 	if (!mw_mpi_env_bool("MMUWATCH_FI_MONITOR", 1)) {
 		state = "off (MMUWATCH_FI_MONITOR=0)";
 		return;

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interface of the MPI glue (libfabric memory monitor, UCX event
- * forwarding). Everything here is hidden. Until libmmuwatch's public API
- * exists, the glue talks to /dev/mmuwatch through the UAPI itself
- * (kwatch.c) and takes releases from the hooks through hooks/hooks.h.
+ * forwarding). Everything here is hidden. The glue is a client of
+ * libmmuwatch's public API (include/mmuwatch/mmuwatch.h): one library
+ * context per process, whatever the event source.
+ *
+ * Lock order (outermost first): libfabric's mm_lock -> fwd lock (ucx_fwd.c)
+ * -> subs lock (subs.c) -> libmmuwatch's locks. The glue's callbacks from
+ * libmmuwatch (per-watch invalid callback, release callback) take none of
+ * the glue's locks: they only push to lock-free queues (rangeq.c) and wake
+ * the glue thread. Whatever must run outside the library's and libfabric's
+ * locks (libfabric notify, ucm_vm_munmap) is delivered from those queues
+ * by the glue thread or at UCX's entry points.
  */
 #ifndef MW_MPI_H
 #define MW_MPI_H
@@ -12,82 +20,112 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mmuwatch/mmuwatch.h>
+
 #define MW_HIDDEN __attribute__((visibility("hidden")))
 #define MW_EXPORT __attribute__((visibility("default")))
 
-enum mw_mpi_source { MW_SRC_NONE, MW_SRC_KERNEL, MW_SRC_HOOKS };
+/* ---- rangeq.c: bounded lock-free MPMC queue of [start, end) ranges.
+ * Push never blocks, never allocates: callable from a hook inside the
+ * allocator or from a library callback. A failed push (queue full) sets
+ * the sticky "everything" flag, so nothing is dropped silently. ---- */
+struct mw_rq_cell {
+	_Atomic uint64_t seq;
+	uintptr_t start, end;
+};
+struct mw_rq {
+	struct mw_rq_cell *cells;
+	uint64_t mask;
+	_Alignas(64) _Atomic uint64_t head;	/* next push position */
+	_Alignas(64) _Atomic uint64_t tail;	/* next pop position */
+	_Alignas(64) atomic_int all;		/* overflowed: treat all as released */
+	atomic_ulong full;			/* failed pushes */
+};
+/* cells: ncells (power of two) zeroed cells, kept by the caller. */
+MW_HIDDEN void mw_rq_init(struct mw_rq *q, struct mw_rq_cell *cells,
+			  size_t ncells);
+/* 0 queued, -1 full (the "all" flag is set and q->full counted). */
+MW_HIDDEN int mw_rq_push(struct mw_rq *q, uintptr_t start, uintptr_t end);
+/* 1 and the oldest range, or 0 when empty. */
+MW_HIDDEN int mw_rq_pop(struct mw_rq *q, uintptr_t *start, uintptr_t *end);
+/* 1 once per overflow (clears the flag). */
+MW_HIDDEN int mw_rq_take_all(struct mw_rq *q);
+/* Cheap check (a few loads): something to pop or the flag set. */
+MW_HIDDEN int mw_rq_pending(struct mw_rq *q);
 
-/* ---- kwatch.c: one /dev/mmuwatch context per process ---- */
-MW_HIDDEN int mw_kw_open(void);		/* 0 or -errno */
-MW_HIDDEN int mw_kw_ready(void);
-MW_HIDDEN int mw_kw_fd(void);
-/* Watch [start, start+len) (page-rounded). 0 or -errno. */
-MW_HIDDEN int mw_kw_watch(uintptr_t start, size_t len, uint64_t cookie,
-			  uint32_t *slot, uint64_t *token);
-MW_HIDDEN int mw_kw_unwatch(uint32_t slot, uint64_t token);
-/* One load: 1 while words[slot] == token. */
-MW_HIDDEN int mw_kw_valid(uint32_t slot, uint64_t token);
-/* Ring consumer: calls fn for every event; on overflow calls
- * overflow_fn once (then resets the flag). Blocks up to timeout_ms.
- * Returns events seen or -errno. */
-typedef void (*mw_kw_event_fn)(uint64_t cookie, uintptr_t start,
-			       uintptr_t end, uint32_t reason);
-MW_HIDDEN int mw_kw_drain(mw_kw_event_fn fn, void (*overflow_fn)(void),
-			  int timeout_ms, int wake_fd);
-MW_HIDDEN void mw_kw_forget_after_fork(void);
-/* One load: events or an overflow are waiting in the ring. */
-MW_HIDDEN int mw_kw_pending(void);
+/* The conservative "everything changed" range for a consumer that cannot
+ * tell which ranges it missed (x86-64 4-level user address space). */
+#define MW_ALL_START ((uintptr_t)0)
+#define MW_ALL_END ((uintptr_t)0x7ffffffff000ULL)
 
 /* ---- subs.c: the table of watched ranges (libfabric subscriptions and
- * UCX registrations). Lock-protected, fixed capacity, malloc-free after
- * init so the hooks callback may use it. ---- */
+ * UCX registrations), keyed by the exact range. Each entry embeds its
+ * struct mw_watch; entries live in a fixed array and never move (the
+ * library keeps a pointer to the watch). One mutex; libmmuwatch's watch
+ * calls are made under it. ---- */
 #define MW_SUB_FI  1U	/* subscribed by the libfabric monitor */
 #define MW_SUB_UCX 2U	/* registration watched for UCX forwarding */
 MW_HIDDEN int mw_subs_init(size_t capacity);
-/* Add a reference for [start,end) owner. 0 or -errno (ENOSPC when full). */
+/* Add a reference for [start,end) owner, watching it (again, when the
+ * entry's watch was invalidated). 0 or -errno (ENOSPC when full). */
 MW_HIDDEN int mw_subs_add(uintptr_t start, uintptr_t end, unsigned owner);
 MW_HIDDEN void mw_subs_del(uintptr_t start, uintptr_t end, unsigned owner);
-/* 1 valid, 0 invalid or unknown. */
+/* 1 valid (mw_watch_valid() of the entry's watch), 0 invalid/unknown. */
 MW_HIDDEN int mw_subs_valid(uintptr_t start, uintptr_t end);
-/* Mark every entry overlapping [start,end) invalid; returns the owners
- * bits of the entries hit (malloc-free, callable from hooks). */
-MW_HIDDEN unsigned mw_subs_invalidate(uintptr_t start, uintptr_t end);
-/* Kernel recovery after a ring overflow: re-check every word, invalidate
- * the changed ones and report them through fn. */
-MW_HIDDEN void mw_subs_rescan(void (*fn)(uintptr_t start, uintptr_t end,
-					 unsigned owners));
 MW_HIDDEN size_t mw_subs_count(void);
+/* fork: lock in prepare, unlock in the parent; in the child the lock is
+ * re-initialised and every inherited entry reads invalid. */
+MW_HIDDEN void mw_subs_atfork_prepare(void);
+MW_HIDDEN void mw_subs_atfork_parent(void);
+MW_HIDDEN void mw_subs_atfork_child(void);
 
 /* ---- core.c ---- */
-MW_HIDDEN enum mw_mpi_source mw_mpi_source(void);
+/* The library's source, or NONE when the glue is off. */
+MW_HIDDEN enum mw_source mw_mpi_source(void);
 MW_HIDDEN const char *mw_mpi_source_name(void);
-/* A release seen by the glue (kernel ring or hooks): forwards to libfabric
- * and UCX. sync: called from inside the releasing thread (hooks). */
-MW_HIDDEN void mw_mpi_released(uintptr_t start, uintptr_t end,
-			       unsigned owners, int sync);
 MW_HIDDEN void mw_mpi_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 MW_HIDDEN int mw_mpi_env_bool(const char *name, int def);
-/* Kernel mode: deliver the ring's pending events now, in the calling
- * thread (called at UCX communication entry points). */
+/* Wake the glue thread (lock-free, malloc-free, keeps errno). */
+MW_HIDDEN void mw_mpi_kick(void);
+/* Start the glue thread if it should run and does not (lazy; again in a
+ * forked child). */
+MW_HIDDEN void mw_mpi_ensure_thread(void);
+/* At UCX communication entry points: kernel mode delivers the library's
+ * pending events (mw_events_progress), then every queued release goes to
+ * UCX, in the calling thread, before UCX looks at its cache. */
 MW_HIDDEN void mw_mpi_sync(void);
 
 /* ---- fi_monitor.c ---- */
 MW_HIDDEN void mw_fi_install(void);
-MW_HIDDEN void mw_fi_notify(uintptr_t start, uintptr_t end);
+/* A watch with libfabric references was invalidated: queue a notify
+ * (any context; delivered by the glue thread). */
+MW_HIDDEN void mw_fi_invalidated(uintptr_t start, uintptr_t end);
+/* Glue thread: notify libfabric of the queued ranges. Returns how many. */
+MW_HIDDEN int mw_fi_deliver(void);
+MW_HIDDEN void mw_fi_atfork_child(void);
 MW_HIDDEN const char *mw_fi_state(void);
 
 /* ---- ucx_fwd.c ---- */
 MW_HIDDEN void mw_ucx_install(void);
-MW_HIDDEN void mw_ucx_forward(uintptr_t start, uintptr_t end);
+MW_HIDDEN int mw_ucx_enabled(void);
+/* Release seen by the library (any context, may be inside the allocator):
+ * queued for UCX, never forwarded here. */
+MW_HIDDEN void mw_ucx_released(uintptr_t start, uintptr_t end);
+/* Forward the queue to ucm_vm_munmap() (not from a hook, not under the
+ * library's locks). Returns how many calls were made. */
+MW_HIDDEN int mw_ucx_deliver(void);
+MW_HIDDEN int mw_ucx_pending(void);
+MW_HIDDEN void mw_ucx_atfork_child(void);
 MW_HIDDEN const char *mw_ucx_state(void);
 MW_HIDDEN int mw_ucx_wants_watch(void);
 
 /* Counters shown by mw_mpi_status(). */
 struct mw_mpi_stats {
 	atomic_ulong fi_subscribe, fi_unsubscribe, fi_valid, fi_invalid,
-		fi_notify, ucx_watch, ucx_forward, ucx_sync, ring_events, overflows,
-		hook_releases, watch_fail;
+		fi_notify, fi_qfull, ucx_watch, ucx_forward, ucx_sync,
+		ucx_qfull, ucx_flush_all, ring_events, hook_releases,
+		watch_fail, forks;
 };
 MW_HIDDEN extern struct mw_mpi_stats mw_mpi_stats;
 

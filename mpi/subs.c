@@ -1,41 +1,39 @@
 // SPDX-License-Identifier: MIT
 /*
- * Table of watched ranges: dense array of entries plus an open-addressing
- * index keyed by the exact range. One spinlock; no allocation after init,
- * so the hooks release callback can invalidate from any thread. Kernel
- * watches are added and removed outside the lock.
+ * Table of watched ranges: a fixed array of entries (never moved: each
+ * embeds the struct mw_watch that libmmuwatch keeps a pointer to), a free
+ * list, and an open-addressing index keyed by the exact range. One mutex
+ * guards all of it; libmmuwatch's mw_watch_*() are called under it (the
+ * library never calls back into code that takes it: the invalid callback
+ * below is lock-free). No allocation after init.
+ *
+ * Validity is libmmuwatch's: mw_watch_valid() of the entry's watch (one
+ * load in kernel mode), plus the fork generation (entries inherited from
+ * the parent are never valid in a child).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/mman.h>
 
 #include "mwmpi.h"
 
 struct sub {
+	struct mw_watch w;	/* first: the invalid callback gets &w */
 	uintptr_t start, end;
-	uint32_t refs_fi, refs_ucx;
-	uint32_t slot;
-	uint64_t token;
-	bool kwatched;
-	bool invalid;	/* set by hooks releases or a rescan */
+	atomic_uint refs_fi;	/* read by the invalid callback, lock-free */
+	uint32_t refs_ucx;
+	uint32_t gen;		/* fork generation of the watch */
+	bool watched;
 };
 
-static struct sub *ent;		/* dense, [0, n) used */
+static struct sub *ent;		/* fixed, [0, cap) */
+static uint32_t *freel;		/* free entry indices */
 static uint32_t *idx;		/* index+1 into ent, 0 = empty */
-static size_t cap, idx_mask, n;
-static atomic_flag lk = ATOMIC_FLAG_INIT;
-static struct sub *rescan_buf;
-
-static void lock(void)
-{
-	while (atomic_flag_test_and_set_explicit(&lk, memory_order_acquire))
-		__builtin_ia32_pause();
-}
-
-static void unlock(void)
-{
-	atomic_flag_clear_explicit(&lk, memory_order_release);
-}
+static size_t cap, idx_mask, nfree;
+static atomic_size_t n;		/* entries in use (read lock-free) */
+static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t gen;		/* bumped in a forked child */
 
 static size_t hash(uintptr_t s, uintptr_t e)
 {
@@ -47,21 +45,27 @@ static size_t hash(uintptr_t s, uintptr_t e)
 
 int mw_subs_init(size_t capacity)
 {
-	size_t isz = 1;
+	size_t isz = 1, bytes;
 	void *p;
 
 	if (ent)
 		return 0;
+	if (!capacity || capacity >= UINT32_MAX)
+		return -EINVAL;
 	while (isz < capacity * 2)
 		isz <<= 1;
-	p = mmap(NULL, capacity * sizeof(*ent) * 2 + isz * sizeof(*idx),
-		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bytes = capacity * sizeof(*ent) + capacity * sizeof(*freel) +
+		isz * sizeof(*idx);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -ENOMEM;
 	ent = p;
-	rescan_buf = ent + capacity;
-	idx = (uint32_t *)(rescan_buf + capacity);
-	cap = capacity;
+	freel = (uint32_t *)(ent + capacity);
+	idx = freel + capacity;
+	for (size_t i = 0; i < capacity; i++)
+		freel[i] = (uint32_t)(capacity - 1 - i);
+	nfree = cap = capacity;
 	idx_mask = isz - 1;
 	return 0;
 }
@@ -108,229 +112,183 @@ static void idx_remove(size_t h)
 	}
 }
 
-/* The range was released and is subscribed again (same address and
- * length, new pages): give the entry a new watch and a clean state. */
-static int refresh(uintptr_t start, uintptr_t end, unsigned owner)
+/*
+ * libmmuwatch found the watch invalid (a drain of kernel events or hook
+ * releases, under the library's locks, in whatever thread drains; also in
+ * the library's fork-child handler). Lock-free: libfabric is told later,
+ * from the glue thread (its notify takes libfabric's mm_lock, which this
+ * thread may hold: valid() and subscribe() are called under it).
+ */
+static void on_invalid(struct mw_watch *w, void *arg)
 {
-	uint32_t slot = 0, oslot = 0;
-	uint64_t token = 0, otoken = 0;
-	bool found, kw = false, okw = false;
-	size_t h;
+	struct sub *e = (struct sub *)w;
+
+	(void)arg;
+	if (atomic_load_explicit(&e->refs_fi, memory_order_relaxed))
+		mw_fi_invalidated(w->start, w->end);
+}
+
+static int mw_to_errno(int err)
+{
+	switch (err) {
+	case MW_ENOSPC: return -ENOSPC;
+	case MW_ENOMEM: return -ENOMEM;
+	case MW_ENOSYS: return -ENOSYS;
+	case MW_EINVAL: case MW_ERANGE: return -EINVAL;
+	}
+	return -EIO;
+}
+
+/* lk held. */
+static int watch(struct sub *e)
+{
 	int ret;
 
-	if (mw_kw_ready()) {
-		ret = mw_kw_watch(start, end - start, start, &slot, &token);
-		if (ret) {
-			atomic_fetch_add(&mw_mpi_stats.watch_fail, 1);
-			return ret;
-		}
-		kw = true;
+	if (e->watched) {
+		mw_watch_remove(&e->w);
+		e->watched = false;
 	}
-	lock();
-	h = find(start, end, &found);
-	if (!found) {
-		unlock();
-		if (kw)
-			mw_kw_unwatch(slot, token);
-		return mw_subs_add(start, end, owner);
+	ret = mw_watch_add(&e->w, (const void *)e->start, e->end - e->start,
+			   on_invalid, NULL);
+	if (ret) {
+		atomic_fetch_add(&mw_mpi_stats.watch_fail, 1);
+		mw_mpi_log("watch %#lx..%#lx: %s", (unsigned long)e->start,
+			   (unsigned long)e->end, mw_strerror(ret));
+		return mw_to_errno(ret);
 	}
-	{
-		struct sub *e = &ent[idx[h] - 1];
-
-		oslot = e->slot;
-		otoken = e->token;
-		okw = e->kwatched;
-		e->slot = slot;
-		e->token = token;
-		e->kwatched = kw;
-		e->invalid = false;
-		if (owner & MW_SUB_FI)
-			e->refs_fi++;
-		else
-			e->refs_ucx++;
-	}
-	unlock();
-	if (okw)
-		mw_kw_unwatch(oslot, otoken);
+	e->watched = true;
+	e->gen = gen;
 	return 0;
+}
+
+/* lk held. */
+static bool valid(const struct sub *e)
+{
+	return e->watched && e->gen == gen && mw_watch_valid(&e->w);
+}
+
+static void take_ref(struct sub *e, unsigned owner)
+{
+	if (owner & MW_SUB_FI)
+		atomic_fetch_add_explicit(&e->refs_fi, 1, memory_order_relaxed);
+	else
+		e->refs_ucx++;
 }
 
 int mw_subs_add(uintptr_t start, uintptr_t end, unsigned owner)
 {
-	uint32_t slot = 0;
-	uint64_t token = 0;
-	bool found, kw = false;
+	struct sub *e;
+	bool found;
 	size_t h;
-	int ret;
+	int ret = 0;
 
 	if (!ent || end <= start)
 		return -EINVAL;
-	lock();
+	mw_mpi_ensure_thread();
+	pthread_mutex_lock(&lk);
 	h = find(start, end, &found);
 	if (found) {
-		struct sub *e = &ent[idx[h] - 1];
-
-		if (!e->invalid && (!e->kwatched ||
-				    mw_kw_valid(e->slot, e->token))) {
-			if (owner & MW_SUB_FI)
-				e->refs_fi++;
-			else
-				e->refs_ucx++;
-			unlock();
-			return 0;
-		}
-	}
-	unlock();
-	if (found)
-		return refresh(start, end, owner);
-	if (mw_kw_ready()) {
-		ret = mw_kw_watch(start, end - start, start, &slot, &token);
-		if (ret) {
-			atomic_fetch_add(&mw_mpi_stats.watch_fail, 1);
-			return ret;
-		}
-		kw = true;
-	}
-	lock();
-	h = find(start, end, &found);
-	if (found || n == cap) {
-		ret = found ? 0 : -ENOSPC;
-		if (found) {
-			struct sub *e = &ent[idx[h] - 1];
-
-			if (owner & MW_SUB_FI)
-				e->refs_fi++;
-			else
-				e->refs_ucx++;
-		}
-		unlock();
-		if (kw)
-			mw_kw_unwatch(slot, token);
+		e = &ent[idx[h] - 1];
+		/* Released and subscribed again (same range, new pages):
+		 * a new watch for the entry; other owners keep theirs. */
+		if (!valid(e))
+			ret = watch(e);
+		if (!ret)
+			take_ref(e, owner);
+		pthread_mutex_unlock(&lk);
 		return ret;
 	}
-	ent[n] = (struct sub){ .start = start, .end = end, .slot = slot,
-			       .token = token, .kwatched = kw,
-			       .refs_fi = !!(owner & MW_SUB_FI),
-			       .refs_ucx = !!(owner & MW_SUB_UCX) };
-	idx[h] = (uint32_t)++n;
-	unlock();
-	return 0;
+	if (!nfree) {
+		pthread_mutex_unlock(&lk);
+		return -ENOSPC;
+	}
+	e = &ent[freel[nfree - 1]];
+	e->start = start;
+	e->end = end;
+	atomic_store_explicit(&e->refs_fi, 0, memory_order_relaxed);
+	e->refs_ucx = 0;
+	e->watched = false;
+	ret = watch(e);
+	if (!ret) {
+		nfree--;
+		take_ref(e, owner);
+		idx[h] = (uint32_t)(e - ent) + 1;
+		n++;
+	}
+	pthread_mutex_unlock(&lk);
+	return ret;
 }
 
 void mw_subs_del(uintptr_t start, uintptr_t end, unsigned owner)
 {
-	struct sub gone;
+	struct sub *e;
 	bool found;
 	size_t h;
 
 	if (!ent)
 		return;
-	lock();
+	pthread_mutex_lock(&lk);
 	h = find(start, end, &found);
 	if (!found) {
-		unlock();
+		pthread_mutex_unlock(&lk);
 		return;
 	}
-	{
-		uint32_t i = idx[h] - 1;
-		struct sub *e = &ent[i];
-
-		if ((owner & MW_SUB_FI) && e->refs_fi)
-			e->refs_fi--;
-		else if ((owner & MW_SUB_UCX) && e->refs_ucx)
-			e->refs_ucx--;
-		if (e->refs_fi || e->refs_ucx) {
-			unlock();
-			return;
-		}
-		gone = *e;
+	e = &ent[idx[h] - 1];
+	if ((owner & MW_SUB_FI) && atomic_load(&e->refs_fi))
+		atomic_fetch_sub(&e->refs_fi, 1);
+	else if ((owner & MW_SUB_UCX) && e->refs_ucx)
+		e->refs_ucx--;
+	if (!atomic_load(&e->refs_fi) && !e->refs_ucx) {
 		idx_remove(h);
-		if (i != n - 1) {
-			/* Move the last entry into the hole, fix its index. */
-			bool f;
-			size_t hl = find(ent[n - 1].start, ent[n - 1].end, &f);
-
-			ent[i] = ent[n - 1];
-			idx[hl] = i + 1;
-		}
+		/* After this returns the library holds no pointer to e->w
+		 * and runs no callback for it: the entry can be reused. */
+		if (e->watched)
+			mw_watch_remove(&e->w);
+		e->watched = false;
+		freel[nfree++] = (uint32_t)(e - ent);
 		n--;
 	}
-	unlock();
-	if (gone.kwatched)
-		mw_kw_unwatch(gone.slot, gone.token);
+	pthread_mutex_unlock(&lk);
 }
 
 int mw_subs_valid(uintptr_t start, uintptr_t end)
 {
 	bool found;
 	size_t h;
-	int ok;
+	int ok = 0;
 
 	if (!ent)
 		return 0;
-	lock();
+	pthread_mutex_lock(&lk);
 	h = find(start, end, &found);
-	if (!found) {
-		unlock();
-		return 0;
-	}
-	{
-		struct sub *e = &ent[idx[h] - 1];
-
-		ok = !e->invalid;
-		if (ok && e->kwatched)
-			ok = mw_kw_valid(e->slot, e->token);
-		else if (ok && mw_mpi_source() == MW_SRC_KERNEL)
-			ok = 0;	/* kernel mode but no watch: never trust */
-	}
-	unlock();
+	if (found)
+		ok = valid(&ent[idx[h] - 1]);
+	pthread_mutex_unlock(&lk);
 	return ok;
-}
-
-unsigned mw_subs_invalidate(uintptr_t start, uintptr_t end)
-{
-	unsigned owners = 0;
-
-	if (!ent)
-		return 0;
-	lock();
-	for (size_t i = 0; i < n; i++) {
-		struct sub *e = &ent[i];
-
-		if (e->start < end && start < e->end) {
-			e->invalid = true;
-			owners |= (e->refs_fi ? MW_SUB_FI : 0) |
-				  (e->refs_ucx ? MW_SUB_UCX : 0);
-		}
-	}
-	unlock();
-	return owners;
-}
-
-void mw_subs_rescan(void (*fn)(uintptr_t, uintptr_t, unsigned))
-{
-	size_t k = 0;
-
-	if (!ent)
-		return;
-	lock();
-	for (size_t i = 0; i < n; i++) {
-		struct sub *e = &ent[i];
-
-		if (e->kwatched && !e->invalid &&
-		    !mw_kw_valid(e->slot, e->token)) {
-			e->invalid = true;
-			rescan_buf[k++] = *e;
-		}
-	}
-	unlock();
-	for (size_t i = 0; i < k; i++)
-		fn(rescan_buf[i].start, rescan_buf[i].end,
-		   (rescan_buf[i].refs_fi ? MW_SUB_FI : 0) |
-		   (rescan_buf[i].refs_ucx ? MW_SUB_UCX : 0));
 }
 
 size_t mw_subs_count(void)
 {
-	return n;
+	return atomic_load_explicit(&n, memory_order_relaxed);
+}
+
+void mw_subs_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lk);
+}
+
+void mw_subs_atfork_parent(void)
+{
+	pthread_mutex_unlock(&lk);
+}
+
+void mw_subs_atfork_child(void)
+{
+	/* The parent's watches belong to its device context (libmmuwatch
+	 * re-opens the device in the child): no inherited entry is valid
+	 * again, whatever the library did with it. The entries stay until
+	 * their owners drop them (libfabric unsubscribes, UCX deregisters);
+	 * a new subscription of the same range gets a new watch. */
+	pthread_mutex_init(&lk, NULL);
+	gen++;
 }

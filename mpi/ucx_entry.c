@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * UCX communication entry points, interposed: before UCX looks a buffer up
- * in its registration cache, the glue delivers every ring event already
- * queued (mw_mpi_sync(): one load when the ring is empty). The module
- * queues the event inside the unmap, so any release that happened before
- * the call in program order reaches UCX (ucm_vm_munmap) before UCX uses
- * its cache. This closes, for the calling thread, the window that UCX's
- * lack of a per-hit validity check leaves (ucxwin.c measures the window
- * without it: releases in other threads still race with the ring).
+ * in its registration cache, the glue delivers every release already seen
+ * (mw_mpi_sync(): in kernel mode mw_events_progress() drains libmmuwatch's
+ * ring into the UCX queue, then the queue goes to ucm_vm_munmap(); a few
+ * loads and two uncontended mutexes when nothing is pending). The module
+ * queues the event inside the unmap and the hooks queue it inside the
+ * releasing call, so any release that happened before the call in program
+ * order reaches UCX before UCX uses its cache. This closes, for the calling
+ * thread, the window that UCX's lack of a per-hit validity check leaves
+ * (ucxwin.c measures the window without it: releases in other threads
+ * still race with the glue thread).
  * The list is what MPICH 4.0 (ch4:ucx) and Open MPI 4.1 (pml ucx) import.
  */
 #include <dlfcn.h>

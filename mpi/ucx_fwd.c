@@ -1,22 +1,36 @@
 // SPDX-License-Identifier: MIT
 /*
- * UCX forwarding: every release the glue learns about goes to UCX's memory
- * event dispatcher, ucm_vm_munmap() (ucm/api/ucm.h), so UCX's registration
- * cache drops stale entries.
+ * UCX forwarding: every release libmmuwatch sees (mw_release_cb_add: kernel
+ * ring events, hook releases) goes to UCX's memory event dispatcher,
+ * ucm_vm_munmap() (ucm/api/ucm.h), so UCX's registration cache drops stale
+ * entries.
  *
- * Hooks mode: forwarded synchronously from the hooks callback.
- * Kernel mode: the module has no whole-address-space watch yet, so the glue
- * watches what UCX registers (ibv_reg_mr is interposed here while UCX is in
- * the process) and forwards the ring events of those watches from the ring
- * thread. UCX has no per-hit validity check: between the unmap and the ring
- * thread's ucm_vm_munmap() there is a window (measured by ucxwin.c).
+ * Never from the release callback itself: with the hooks it runs inside the
+ * releasing call, possibly inside the allocator, and UCX's handler
+ * allocates (ucs_mpool_get); with the kernel it runs under libmmuwatch's
+ * lock. The callback pushes the range into a fixed-size lock-free queue
+ * (rangeq.c); the queue is forwarded at the next UCX entry point
+ * (ucx_entry.c, in the calling thread) and by the glue thread. A full
+ * queue is never a silent drop: the next delivery forwards the whole
+ * address space once (UCX drops its whole cache; counted as ucx_qfull /
+ * ucx_flush_all).
+ *
+ * Kernel mode: the module has no whole-address-space watch, so the glue
+ * watches what UCX registers (ibv_reg_mr is interposed here while UCX is
+ * in the process); the ring events of those watches reach the release
+ * callback. UCX has no per-hit validity check: between the unmap and
+ * ucm_vm_munmap() there is a window (measured by ucxwin.c), closed for
+ * program order by the entry-point delivery.
  *
  * MMUWATCH_UCX=0 off; =external also declares UCM_EVENT_VM_UNMAPPED
  * external (UCX then installs no unmap hooks of its own and relies on
- * mmuwatch alone); default "assist" leaves UCX's hooks in place.
+ * mmuwatch alone; kernel source only); default "assist" leaves UCX's hooks
+ * in place.
  */
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,43 +44,128 @@ typedef void (*ucm_set_external_event_fn)(int);
 
 static int enabled;
 static const char *state = "not-installed";
-static ucm_vm_munmap_fn ucm_munmap;
+static _Atomic(ucm_vm_munmap_fn) ucm_munmap;
+
+/* Releases waiting for ucm_vm_munmap(). Consumers hold fwd_lock from pop
+ * to forward, so a thread that delivers after another thread's pop waits
+ * until that range has reached UCX (entry-point ordering). */
+#define UCXQ_CELLS 4096U
+static struct mw_rq_cell ucxq_cells[UCXQ_CELLS];
+static struct mw_rq ucxq;
+static pthread_mutex_t fwd_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static ucm_vm_munmap_fn resolve(void)
 {
-	ucm_vm_munmap_fn f = __atomic_load_n(&ucm_munmap, __ATOMIC_ACQUIRE);
+	ucm_vm_munmap_fn f = atomic_load_explicit(&ucm_munmap,
+						  memory_order_acquire);
+	Dl_info di;
 	void *h;
 
 	if (f || !enabled)
 		return f;
-	f = (ucm_vm_munmap_fn)dlsym(RTLD_DEFAULT, "ucm_vm_munmap");
-	if (!f) {
-		/* Open MPI's UCX component loads UCX with RTLD_LOCAL. */
-		h = dlopen("libucm.so.0", RTLD_LAZY | RTLD_NOLOAD);
-		if (h)
-			f = (ucm_vm_munmap_fn)dlsym(h, "ucm_vm_munmap");
+	/* Open MPI's UCX component loads UCX with RTLD_LOCAL: look at the
+	 * loaded libucm first. The handle is kept: a reference, so libucm
+	 * is never unloaded under a pointer we call. */
+	h = dlopen("libucm.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		f = (ucm_vm_munmap_fn)dlsym(h, "ucm_vm_munmap");
+	} else {
+		f = (ucm_vm_munmap_fn)dlsym(RTLD_DEFAULT, "ucm_vm_munmap");
+		if (f && dladdr((void *)f, &di) && di.dli_fname)
+			dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	}
 	if (f) {
-		__atomic_store_n(&ucm_munmap, f, __ATOMIC_RELEASE);
+		atomic_store_explicit(&ucm_munmap, f, memory_order_release);
 		if (!strcmp(state, "waiting-for-ucx"))
 			state = "forwarding";
+		mw_mpi_ensure_thread();
 	}
 	return f;
 }
 
-int mw_ucx_wants_watch(void)
+int mw_ucx_enabled(void)
 {
-	return enabled && mw_mpi_source() == MW_SRC_KERNEL && resolve();
+	return enabled;
 }
 
-void mw_ucx_forward(uintptr_t start, uintptr_t end)
+int mw_ucx_wants_watch(void)
 {
-	ucm_vm_munmap_fn f = resolve();
+	return enabled && resolve() && mw_mpi_source() == MW_SOURCE_KERNEL;
+}
 
-	if (!f || end <= start)
+void mw_ucx_released(uintptr_t start, uintptr_t end)
+{
+	/* Before UCX is resolved it has registered nothing (the first
+	 * registration goes through ibv_reg_mr below, which resolves). */
+	if (!atomic_load_explicit(&ucm_munmap, memory_order_relaxed) ||
+	    end <= start)
 		return;
-	atomic_fetch_add(&mw_mpi_stats.ucx_forward, 1);
-	f((void *)start, end - start);
+	if (mw_rq_push(&ucxq, start, end))
+		atomic_fetch_add(&mw_mpi_stats.ucx_qfull, 1);
+	mw_mpi_kick();
+}
+
+/* Set while a consumer holds fwd_lock: a range it popped may not have
+ * reached UCX yet, although the queue already looks empty. */
+static atomic_int delivering;
+/* This thread is inside ucm_vm_munmap() (a UCX handler calling back into
+ * an interposed UCP function must not wait for itself). */
+static __thread int in_deliver __attribute__((tls_model("initial-exec")));
+
+int mw_ucx_pending(void)
+{
+	return ucxq.cells && (mw_rq_pending(&ucxq) || atomic_load(&delivering));
+}
+
+int mw_ucx_deliver(void)
+{
+	ucm_vm_munmap_fn f = atomic_load_explicit(&ucm_munmap,
+						  memory_order_acquire);
+	uintptr_t s, e;
+	int n = 0, all;
+
+	if (!f || in_deliver || !mw_ucx_pending())
+		return 0;
+	/* Waits for another consumer's forward in flight: when this returns,
+	 * every range queued before the call has reached UCX. */
+	pthread_mutex_lock(&fwd_lock);
+	in_deliver = 1;
+	atomic_store(&delivering, 1);
+	do {
+		all = mw_rq_take_all(&ucxq);
+		if (all) {
+			/* Overflowed: what is still queued is covered too. */
+			while (mw_rq_pop(&ucxq, &s, &e))
+				;
+			atomic_fetch_add(&mw_mpi_stats.ucx_flush_all, 1);
+			atomic_fetch_add(&mw_mpi_stats.ucx_forward, 1);
+			f((void *)MW_ALL_START, MW_ALL_END - MW_ALL_START);
+			n++;
+		}
+		while (mw_rq_pop(&ucxq, &s, &e)) {
+			atomic_fetch_add(&mw_mpi_stats.ucx_forward, 1);
+			f((void *)s, e - s);
+			n++;
+		}
+	} while (all);
+	atomic_store(&delivering, 0);
+	in_deliver = 0;
+	pthread_mutex_unlock(&fwd_lock);
+	return n;
+}
+
+void mw_ucx_atfork_child(void)
+{
+	/* A push or a pop may have been half done by a thread that is gone,
+	 * and the child's UCX watches (kernel mode) died with the parent's
+	 * device context: UCX drops its whole cache once, at its next
+	 * entry. */
+	pthread_mutex_init(&fwd_lock, NULL);
+	atomic_store(&delivering, 0);
+	memset(ucxq_cells, 0, sizeof(ucxq_cells));
+	mw_rq_init(&ucxq, ucxq_cells, UCXQ_CELLS);
+	if (atomic_load(&ucm_munmap))
+		atomic_store(&ucxq.all, 1);
 }
 
 const char *mw_ucx_state(void)
@@ -80,17 +179,30 @@ void mw_ucx_install(void)
 	ucm_set_external_event_fn ext;
 	void *h;
 
+	mw_rq_init(&ucxq, ucxq_cells, UCXQ_CELLS);
 	if (!mw_mpi_env_bool("MMUWATCH_UCX", 1)) {
 		state = "off (MMUWATCH_UCX=0)";
 		return;
 	}
-	if (mw_mpi_source() == MW_SRC_NONE) {
+	if (mw_mpi_source() == MW_SOURCE_NONE) {
 		state = "no-event-source";
 		return;
 	}
 	enabled = 1;
 	state = "waiting-for-ucx";
 	if (!mode || strcmp(mode, "external")) {
+		resolve();
+		return;
+	}
+	if (mw_mpi_source() != MW_SOURCE_KERNEL) {
+		/* Observed with MPICH 4.0/UCX 1.13: once UCM is in the
+		 * process, libc munmap() calls no longer reach libmmuwatch's
+		 * hooks (hook_releases stays 0). Relying on the hooks alone
+		 * would leave UCX blind: keep UCX's own hooks. */
+		fprintf(stderr, "mmuwatch: MMUWATCH_UCX=external needs the "
+			"kernel source (source is %s); UCX keeps its own "
+			"unmap hooks\n", mw_mpi_source_name());
+		state = "external-refused-no-kernel";
 		resolve();
 		return;
 	}
@@ -109,7 +221,7 @@ void mw_ucx_install(void)
 		   "mmuwatch (%s)", mw_mpi_source_name());
 }
 
-/* ---- registration interposition (kernel mode, UCX present) ---- */
+/* ---- registration interposition (watches in kernel mode, UCX present) ---- */
 
 typedef struct ibv_mr *(*reg_fn)(struct ibv_pd *, void *, size_t, int);
 typedef struct ibv_mr *(*reg2_fn)(struct ibv_pd *, void *, size_t, uint64_t,
@@ -139,7 +251,12 @@ static int watch_pre(void *addr, size_t length)
 {
 	uintptr_t s = (uintptr_t)addr;
 
-	if (!length || !mw_ucx_wants_watch())
+	if (!length || !enabled)
+		return 0;
+	/* Hooks mode: nothing to watch (every hook release reaches the
+	 * release callback), but UCX must be resolved from its first
+	 * registration on, so that releases are queued for it. */
+	if (!mw_ucx_wants_watch())
 		return 0;
 	if (mw_subs_add(s, s + length, MW_SUB_UCX))
 		return 0;

@@ -3,11 +3,12 @@
  * Measures the window UCX has in kernel mode: time from a raw munmap of a
  * registered buffer (the kernel flips the watch synchronously) until UCX's
  * memory-event dispatcher reports the unmap, i.e. until libmmuwatch-mpi's
- * ring thread has called ucm_vm_munmap(). UCX's own hooks are kept out
- * (UCM_EVENT_FLAG_NO_INSTALL) and cannot see a raw syscall anyway.
+ * glue thread has called ucm_vm_munmap() (no UCX entry point is called
+ * here, so the entry-point delivery does not help). UCX's own hooks are
+ * kept out (UCM_EVENT_FLAG_NO_INSTALL) and cannot see a raw syscall anyway.
  * Run with libmmuwatch-mpi.so preloaded and /dev/mmuwatch present.
  *   ucxwin [-n iters] [-d device]
- * Prints RESULT mpi_ucx_window_{p50,p90,max}_us and the misses (no event
+ * Prints RESULT ucx_unmap_window_{p50,p90,max} (us) and the misses (no event
  * within 1 s). Exit 0 when every unmap was seen, 3 when some were missed,
  * 1 on setup errors.
  */
@@ -116,11 +117,11 @@ int main(int argc, char **argv)
 	qsort(w, (size_t)k, sizeof(*w), cmp);
 	printf("ucxwin: %d unmaps, %d seen, %d missed\n", n, k, misses);
 	if (k) {
-		printf("RESULT mpi_ucx_window_p50_us %.1f us\n", w[k / 2] / 1e3);
-		printf("RESULT mpi_ucx_window_p90_us %.1f us\n",
+		printf("RESULT ucx_unmap_window_p50 %.1f us\n", w[k / 2] / 1e3);
+		printf("RESULT ucx_unmap_window_p90 %.1f us\n",
 		       w[k * 9 / 10] / 1e3);
-		printf("RESULT mpi_ucx_window_max_us %.1f us\n", w[k - 1] / 1e3);
+		printf("RESULT ucx_unmap_window_max %.1f us\n", w[k - 1] / 1e3);
 	}
-	printf("RESULT mpi_ucx_window_missed %d count\n", misses);
+	printf("RESULT ucx_unmap_window_missed %d count\n", misses);
 	return misses ? 3 : 0;
 }

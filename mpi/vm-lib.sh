@@ -5,14 +5,21 @@
 MPI_BIN=$MW_TOP/build/bin/mpi
 MPI_LIB=$MW_TOP/build/lib
 GLUE=$MPI_LIB/libmmuwatch-mpi.so
+LIBMW=$MPI_LIB/libmmuwatch.so.1
 REGC=$MPI_LIB/libmw_regcount.so
+# What the +mw configurations preload. libmmuwatch first: with Soft-RoCE
+# present its hooks are active (leave-pinned matrix: "network"), and they
+# must come before libc in symbol order; the glue alone would load the
+# library after libc (its DT_NEEDED), where objects dlopen'ed later run
+# their constructors before the hooks reach their GOT (see mpi/README.md).
+MW_PRELOAD=$LIBMW:$GLUE
 export HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI prints a warning per rank about the openib BTL otherwise.
 export OMPI_MCA_btl=^openib
 
 mpi_need() {
 	local f
-	for f in "$GLUE" "$REGC" "$MPI_BIN/churn-ompi" "$MPI_BIN/churn-mpich"; do
+	for f in "$GLUE" "$LIBMW" "$REGC" "$MPI_BIN/churn-ompi" "$MPI_BIN/churn-mpich"; do
 		[ -e "$f" ] || { echo "# SKIP $f not built (make -C mpi)"; exit 77; }
 	done
 	command -v mpirun.openmpi >/dev/null && command -v mpirun.mpich >/dev/null ||
@@ -47,7 +54,7 @@ FI_ENV=(FI_VERBS_DEVICE_NAME=rxe0 FI_UNIVERSE_SIZE=4)
 mpi_run() {
 	local cfg=$1 np=$2 prog=$3 pre=$REGC e
 	shift 3
-	case $cfg in *+mw) pre="$GLUE:$REGC" ;; esac
+	case $cfg in *+mw) pre="$MW_PRELOAD:$REGC" ;; esac
 	case ${cfg%+mw} in
 	ompi-ofi)
 		local x=()
@@ -69,14 +76,15 @@ mpi_run() {
 	esac
 }
 
-# mpi_churn CONFIG ARGS...: one churn run; sets CH_CORRUPT, CH_REGS,
-# CH_DEREGS, CH_LINE, CH_STATUS (the glue's status of rank 0, if preloaded)
-# and CH_RC. The output is kept in $MW_OUT/churn-CONFIG.log.
+# mpi_churn CONFIG ARGS...: one churn run (MPI_NP ranks, default 2); sets
+# CH_CORRUPT, CH_REGS, CH_DEREGS, CH_LINE, CH_STATUS (the glue's status of
+# one rank, if preloaded) and CH_RC. The output is kept in
+# $MW_OUT/churn-CONFIG.log.
 mpi_churn() {
 	local cfg=$1 log
 	shift
 	log=$MW_OUT/churn-${cfg/+/_}${MPI_LOG_SUFFIX:-}.log
-	MMUWATCH_MPI_STATS=1 mpi_run "$cfg" 2 churn -q "$@" > "$log" 2>&1
+	MMUWATCH_MPI_STATS=1 mpi_run "$cfg" "${MPI_NP:-2}" churn -q "$@" > "$log" 2>&1
 	CH_RC=$?
 	CH_LINE=$(grep '^churn:' "$log" | tail -1)
 	CH_CORRUPT=$(sed -n 's/.*corrupt_bytes=\([0-9]*\).*/\1/p' <<<"$CH_LINE")

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # MPI over Soft-RoCE, with and without libmmuwatch-mpi: churn corruption
 # totals, then ping-pong latency and streaming bandwidth 8 B .. 4 MB with
-# buffer reuse and with a fresh mapping per message. RESULT lines; ratios
-# (mmuwatch / default) are within this one VM run only.
+# buffer reuse and with a fresh mapping per message, and UCX's unmap window
+# in kernel mode (ucxwin). RESULT lines; ratios (mmuwatch / default) are
+# within this one VM run only.
+# MW_TIMEOUT=1200
 . "$MW_TOP/mpi/vm-lib.sh"
 mpi_need
 mpi_rxe_up || { echo "# SKIP Soft-RoCE or rdma_ucm unavailable"; exit 77; }
@@ -18,6 +20,13 @@ for cfg in "${MPI_CONFIGS[@]}"; do
 done
 echo "RESULT mpi_churn_corrupt_bytes_mmuwatch $mw bytes"
 echo "RESULT mpi_churn_corrupt_bytes_default $def bytes"
+
+# UCX's window in kernel mode: raw munmap of a registered buffer until
+# ucm_vm_munmap() reaches UCX's dispatcher through the glue thread (no UCX
+# entry point in between; at entry points the glue delivers first).
+out=$(LD_PRELOAD=$MW_PRELOAD timeout 120 "$MPI_BIN/ucxwin" -n ${MW_UCXWIN_ITERS:-200} -d rxe0 2>&1)
+echo "$out" | grep -v '^RESULT' | sed 's/^/# /'
+grep '^RESULT ucx_unmap_window_' <<<"$out" || { echo "# ucxwin gave no RESULT"; bad=1; }
 
 res=$MW_OUT/mpi-sweep.txt
 : > "$res"

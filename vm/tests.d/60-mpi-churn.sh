@@ -5,7 +5,11 @@
 # libmmuwatch-mpi preloaded. Buffers are released with raw munmap and
 # remapped at the same address every iteration. The default configurations
 # are the negative control: they must corrupt; the mmuwatch ones must not.
-# Also measures UCX's window (unmap -> ucm_vm_munmap) in kernel mode.
+# Also: the glue over libmmuwatch's kernel source in one process (UCX
+# forwarding in program order, libfabric validity, queue overflow, fork,
+# one device context), a 4-rank churn, and UCX's window (unmap ->
+# ucm_vm_munmap) in kernel mode.
+# MW_TIMEOUT=420
 . "$MW_TOP/mpi/vm-lib.sh"
 mpi_need
 mpi_rxe_up || { echo "# SKIP Soft-RoCE or rdma_ucm unavailable"; exit 77; }
@@ -44,7 +48,7 @@ for cfg in ompi-ofi+mw mpich-ucx+mw; do
 	tap "$([ "$CH_CORRUPT" = 0 ] && [ "$CH_RC" = 0 ] && echo 1)" \
 		"$cfg: no corrupt bytes with mixed free/munmap/raw releases"
 done
-# UCX without the ring thread: only the synchronous drain at UCX's entry
+# UCX without the glue thread: only the synchronous delivery at UCX's entry
 # points (ucx_entry.c) can tell UCX; it must be enough, in program order.
 MPI_EXTRA_ENV=(MMUWATCH_MPI_RING_THREAD=0) MPI_LOG_SUFFIX=-nothread
 mpi_churn mpich-ucx+mw -n "$N" -s "$S" -m raw
@@ -52,13 +56,43 @@ MPI_EXTRA_ENV=() MPI_LOG_SUFFIX=
 printf '%-14s %-5s %14s %6s %6s  %s\n' "mpich-ucx+mw*" raw "$CH_CORRUPT" "$CH_REGS" \
 	"$CH_DEREGS" "${CH_STATUS:--}" >> "$table"
 tap "$([ "$CH_CORRUPT" = 0 ] && [ "$CH_RC" = 0 ] && grep -Eq 'ucx_sync=[1-9]' <<<"$CH_STATUS" && echo 1)" \
-	"mpich-ucx+mw without ring thread: entry-point drain alone keeps UCX correct"
-echo "# (* = MMUWATCH_MPI_RING_THREAD=0)" >> "$table"
+	"mpich-ucx+mw without glue thread: entry-point delivery alone keeps UCX correct"
+# UCX relying on mmuwatch alone (UCM_EVENT_VM_UNMAPPED declared external).
+MPI_EXTRA_ENV=(MMUWATCH_UCX=external) MPI_LOG_SUFFIX=-external
+mpi_churn mpich-ucx+mw -n "$N" -s "$S" -m mixed
+MPI_EXTRA_ENV=() MPI_LOG_SUFFIX=
+printf '%-14s %-5s %14s %6s %6s  %s\n' "mpich-ucx+mw+" mixed "$CH_CORRUPT" "$CH_REGS" \
+	"$CH_DEREGS" "${CH_STATUS:--}" >> "$table"
+tap "$([ "$CH_CORRUPT" = 0 ] && [ "$CH_RC" = 0 ] && grep -q 'ucx=external' <<<"$CH_STATUS" && echo 1)" \
+	"mpich-ucx+mw, MMUWATCH_UCX=external: no corrupt bytes with mixed releases"
+# Four ranks (two pairs), one configuration per stack.
+for cfg in mpich-ucx+mw ompi-ofi+mw; do
+	MPI_NP=4 MPI_LOG_SUFFIX=-np4 mpi_churn "$cfg" -n "${MW_MPI_ITERS_NP4:-5}" -s "$S" -m raw
+	printf '%-14s %-5s %14s %6s %6s  %s\n' "$cfg#" raw "$CH_CORRUPT" "$CH_REGS" \
+		"$CH_DEREGS" "${CH_STATUS:--}" >> "$table"
+	tap "$([ "$CH_CORRUPT" = 0 ] && [ "$CH_RC" = 0 ] && echo 1)" \
+		"$cfg -np 4: no corrupt bytes with raw munmap ($CH_LINE)"
+done
+echo "# (* = MMUWATCH_MPI_RING_THREAD=0, + = MMUWATCH_UCX=external, # = -np 4)" >> "$table"
 sed 's/^/# /' "$table"
+# The glue over libmmuwatch's kernel source, in one process (raw releases).
+GT=$MW_TOP/build/tests/mpi/glue-test
+if [ -x "$GT" ]; then
+	out=$(timeout 120 "$GT" -r -f 2>&1); rc=$?
+	echo "$out" | sed 's/^/# /'
+	tap "$([ $rc = 0 ] && grep -q 'source kernel' <<<"$out" && echo 1)" \
+		"glue-test (kernel, raw): one device context, UCX in program order, libfabric validity, fork"
+	out=$(MMUWATCH_MPI_RING_THREAD=0 timeout 120 "$GT" -r -o 2>&1); rc=$?
+	echo "$out" | sed 's/^/# /'
+	tap "$([ $rc = 0 ] && echo 1)" \
+		"glue-test (kernel, raw): UCX queue overflow is counted and flushes UCX whole"
+else
+	tap 0 "glue-test not built ($GT)"
+fi
 # UCX window in kernel mode.
-out=$(LD_PRELOAD=$GLUE timeout 60 "$MPI_BIN/ucxwin" -n 100 -d rxe0 2>&1)
+out=$(LD_PRELOAD=$MW_PRELOAD timeout 60 "$MPI_BIN/ucxwin" -n 100 -d rxe0 2>&1)
 rc=$?
 echo "$out" | sed 's/^/# /'
-tap "$([ $rc = 0 ] && echo 1)" "UCX saw every raw unmap through mmuwatch's ring thread"
+tap "$([ $rc = 0 ] && echo 1)" "UCX saw every raw unmap through mmuwatch's glue thread"
 echo "1..$t"
 exit $fail
