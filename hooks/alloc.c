@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -71,6 +72,19 @@ static void mw_lock(mw_lock_t *l)
 static void mw_unlock(mw_lock_t *l)
 {
 	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* Lock order: g.heap_lock, then a heap's lock, then g.lock. */
+static inline void mw_heap_lock(struct mw_heap *h)
+{
+	if (h)
+		mw_lock(&h->lock);
+}
+
+static inline void mw_heap_unlock(struct mw_heap *h)
+{
+	if (h)
+		mw_unlock(&h->lock);
 }
 
 static struct {
@@ -238,9 +252,17 @@ static size_t mw_retain_limit(void)
 	return peak > g.retain_min ? peak : g.retain_min;
 }
 
-/* Keep a freed span (hot), then trim the coldest beyond the limit. */
+/* Keep a freed span (hot), then trim the coldest beyond the limit. A span
+ * bigger than the limit by itself is released directly: keeping it would
+ * push every other retained (likely registered) span out first, only for
+ * this one to go as well. */
 static void mw_span_retain_locked(struct mw_page *s, size_t limit)
 {
+	if (s->units * MW_UNIT > limit) {
+		mw_span_release(s);
+		mw_bin_push(&g.cold[s->cls], s);
+		return;
+	}
 	s->state = MW_SPAN_HOT;
 	mw_bin_push(&g.hot[s->cls], s);
 	s->lru_prev = NULL;
@@ -288,16 +310,51 @@ static struct mw_page *mw_span_from_bump(size_t units)
 	return s;
 }
 
+/*
+ * The per-thread span cache is changed by its owner only, without the heap
+ * lock (large blocks take this path on every malloc and free), in an order
+ * that a fork() child, which sees some prefix of the owner's stores, always
+ * finds sound: an entry below tcount is a cached span (state HOT), and
+ * tbytes never counts less than what is cached (the child recomputes it).
+ */
+static struct mw_page *mw_tc_pop(struct mw_heap *h, unsigned c)
+{
+	uint8_t n = h->tcount[c];
+	struct mw_page *s;
+
+	if (!n)
+		return NULL;
+	s = h->tcache[c][n - 1];
+	__atomic_store_n(&h->tcount[c], (uint8_t)(n - 1), __ATOMIC_RELEASE);
+	/* the span leaves the cache before anything else changes */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	h->tbytes -= s->units * MW_UNIT;
+	return s;
+}
+
+static int mw_tc_push(struct mw_heap *h, unsigned c, struct mw_page *s)
+{
+	uint8_t n = h->tcount[c];
+	size_t len = s->units * MW_UNIT;
+
+	if (n >= MW_TC_DEPTH || h->tbytes + len > MW_TC_BYTES)
+		return 0;
+	s->state = MW_SPAN_HOT;
+	h->tbytes += len;
+	h->tcache[c][n] = s;
+	__atomic_store_n(&h->tcount[c], (uint8_t)(n + 1), __ATOMIC_RELEASE);
+	return 1;
+}
+
 /* A span of class c for the calling heap h (may be NULL). */
 static struct mw_page *mw_span_get(struct mw_heap *h, unsigned c)
 {
 	struct mw_page *s = NULL;
 	size_t units = mw_large_units(c);
 
-	if (h && c < MW_NTCACHE && h->tcount[c]) {
-		s = h->tcache[c][--h->tcount[c]];
-		h->tbytes -= units * MW_UNIT;
-	} else {
+	if (h && c < MW_NTCACHE)
+		s = mw_tc_pop(h, c);
+	if (!s) {
 		mw_lock(&g.lock);
 		if ((s = g.hot[c]) != NULL) {
 			mw_bin_unlink(&g.hot[c], s);
@@ -320,6 +377,7 @@ static struct mw_page *mw_span_get(struct mw_heap *h, unsigned c)
 	return s;
 }
 
+/* h: the calling thread's heap (may be NULL). */
 static void mw_span_put(struct mw_heap *h, struct mw_page *s, int release)
 {
 	size_t len = s->units * MW_UNIT;
@@ -327,13 +385,8 @@ static void mw_span_put(struct mw_heap *h, struct mw_page *s, int release)
 
 	s->kind = MW_KIND_LARGE;
 	s->clean_from = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
-	if (!release && h && c < MW_NTCACHE && h->tcount[c] < MW_TC_DEPTH &&
-	    h->tbytes + len <= MW_TC_BYTES) {
-		s->state = MW_SPAN_HOT;
-		h->tcache[c][h->tcount[c]++] = s;
-		h->tbytes += len;
+	if (!release && h && c < MW_NTCACHE && mw_tc_push(h, c, s))
 		return;
-	}
 	mw_lock(&g.lock);
 	if (release) {
 		mw_span_release(s);
@@ -346,13 +399,11 @@ static void mw_span_put(struct mw_heap *h, struct mw_page *s, int release)
 
 static void mw_tcache_flush(struct mw_heap *h)
 {
+	struct mw_page *s;
 	unsigned c;
 
 	for (c = 0; c < MW_NTCACHE; c++)
-		while (h->tcount[c]) {
-			struct mw_page *s = h->tcache[c][--h->tcount[c]];
-
-			h->tbytes -= s->units * MW_UNIT;
+		while ((s = mw_tc_pop(h, c)) != NULL) {
 			mw_lock(&g.lock);
 			mw_span_retain_locked(s, mw_retain_limit());
 			mw_unlock(&g.lock);
@@ -415,15 +466,31 @@ static void mw_heap_destroy(void *arg)
 	mw_unlock(&g.heap_lock);
 }
 
+/*
+ * fork(): every lock, so the child gets the page lists of the other
+ * threads' heaps between two of their slow paths, and the global bins
+ * consistent. What their owners change without a lock is harmless in any
+ * prefix: a fast path in flight leaves at worst a block that nobody holds
+ * or a page that is never given back, the span cache is ordered for it
+ * (mw_tc_pop). The child's new threads adopt those heaps.
+ */
 static void mw_atfork_prepare(void)
 {
+	struct mw_heap *h;
+
 	mw_lock(&g.heap_lock);
+	for (h = g.heaps; h; h = h->all_next)
+		mw_lock(&h->lock);
 	mw_lock(&g.lock);
 }
 
 static void mw_atfork_parent(void)
 {
+	struct mw_heap *h;
+
 	mw_unlock(&g.lock);
+	for (h = g.heaps; h; h = h->all_next)
+		mw_unlock(&h->lock);
 	mw_unlock(&g.heap_lock);
 }
 
@@ -436,6 +503,13 @@ static void mw_atfork_child(void)
 	atomic_store(&g.heap_lock, 0);
 	g.abandoned = NULL;
 	for (h = g.heaps; h; h = h->all_next) {
+		unsigned c, k;
+
+		atomic_store(&h->lock, 0);
+		h->tbytes = 0;		/* exact again (see mw_tc_pop) */
+		for (c = 0; c < MW_NTCACHE; c++)
+			for (k = 0; k < h->tcount[c]; k++)
+				h->tbytes += h->tcache[c][k]->units * MW_UNIT;
 		if (h == mw_tls_heap)
 			continue;
 		h->owned = 0;
@@ -639,8 +713,11 @@ void *mw_malloc_slow(size_t n)
 		}
 	}
 	if (n <= MW_SMALL_MAX) {
-		void *b = mw_small_alloc_slow(h, mw_small_class(n));
+		void *b;
 
+		mw_heap_lock(h);
+		b = mw_small_alloc_slow(h, mw_small_class(n));
+		mw_heap_unlock(h);
 		if (!b)
 			errno = ENOMEM;
 		return b;
@@ -665,7 +742,9 @@ void mw_free_slow(void *p, struct mw_page *pg)
 		p = mw_block_start(pg, p);
 	h = mw_tls_heap;
 	if (pg->heap == h && h) {
+		mw_heap_lock(h);
 		mw_small_free_local(h, pg, p);
+		mw_heap_unlock(h);
 		return;
 	}
 	/* another thread's block: push on its heap's remote list */
@@ -770,16 +849,25 @@ void *mw_memalign(size_t align, size_t n)
 	uintptr_t p;
 	struct mw_page *pg;
 
-	if (align == 0 || (align & (align - 1))) {
+	/* glibc 2.36's memalign: small alignments are malloc's; others are
+	 * rounded up to a power of two; only impossible ones are EINVAL. */
+	if (align <= 16)
+		return mw_malloc(n);
+	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (align <= 16)
-		return mw_malloc(n);
+	if (align & (align - 1))
+		align = (size_t)1 << (sizeof(long) * 8 - __builtin_clzl(align));
 	if (n > mw_region.size) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* At least one byte: the aligned pointer may sit up to align - 16
+	 * bytes into a block of n + align - 16 bytes, so with n = 0 it could
+	 * be the end of the block, i.e. the start of the next one. */
+	if (n == 0)
+		n = 1;
 	want = n + align - 16;
 	if (want > MW_SMALL_MAX || align > MW_PAGE) {
 		h = mw_tls_heap;
@@ -796,6 +884,8 @@ void *mw_memalign(size_t align, size_t n)
 	if (p != (uintptr_t)b) {
 		pg = mw_page_of(b);
 		pg->has_aligned = 1;
+		/* set before the pointer can be stored anywhere (fork) */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	return (void *)p;
 }
@@ -818,6 +908,8 @@ int mw_posix_memalign(void **out, size_t align, size_t n)
 	return 0;
 }
 
+/* glibc 2.36: aligned_alloc is memalign (the power-of-two check came in
+ * 2.38). */
 void *mw_aligned_alloc(size_t align, size_t n)
 {
 	return mw_memalign(align, n);

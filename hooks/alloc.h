@@ -70,6 +70,12 @@ struct mw_heap {
 	struct mw_heap *all_next;	/* every heap ever made */
 	struct mw_heap *free_next;	/* abandoned heaps */
 	int owned;
+	/* Taken by the owner around the small-block slow paths (the only
+	 * code that changes the page lists), and by fork's prepare handler
+	 * for every heap: a child never inherits a heap in the middle of a
+	 * list update. Uncontended except at fork. The fast paths and the
+	 * span cache (tcache) do without it (see alloc.c). */
+	atomic_int lock;
 };
 
 struct mw_region {

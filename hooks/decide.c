@@ -111,20 +111,15 @@ static enum mw_lp mw_lp_env(const char *name, const char *alias)
 	return mw_lp_parse(v ? v : mw_env(alias));
 }
 
-static int mw_env_true(const char *name)
-{
-	const char *v = mw_env(name);
-
-	return v && mw_lp_parse(v) != MW_LP_NO;
-}
-
 int mw_decide(const char **why, int *asked)
 {
 	enum mw_lp lp, lpp;
 	int on;
 
 	*asked = 0;
-	if (mw_env_true("MMUWATCH_HOOKS_DISABLE")) {
+	/* in the environment at all, whatever its value (even 0 or empty),
+	 * like FAKEROOTKEY: a switch that cannot be misread as "keep on" */
+	if (mw_env("MMUWATCH_HOOKS_DISABLE")) {
 		*why = "disabled: MMUWATCH_HOOKS_DISABLE is set";
 		return 0;
 	}

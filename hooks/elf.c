@@ -7,8 +7,21 @@
 #include <elf.h>
 #include <link.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "hooks/internal.h"
+
+uintptr_t mw_page_size(void)
+{
+	static uintptr_t pg;
+
+	if (!pg) {
+		uintptr_t v = (uintptr_t)getauxval(AT_PAGESZ);
+
+		pg = v && !(v & (v - 1)) ? v : 4096;
+	}
+	return pg;
+}
 
 /* ld.so rewrites most d_ptr values to absolute addresses, not all (vdso,
  * some arches); a value below the load base is still relative. */
@@ -22,6 +35,7 @@ int mw_elf_from_phdr(struct mw_elf *e, uintptr_t base, const char *name,
 {
 	const ElfW(Phdr) *ph = phdr_v;
 	const ElfW(Dyn) *d = NULL;
+	uintptr_t pg = mw_page_size();
 	int i;
 
 	memset(e, 0, sizeof(*e));
@@ -31,8 +45,13 @@ int mw_elf_from_phdr(struct mw_elf *e, uintptr_t base, const char *name,
 		if (ph[i].p_type == PT_DYNAMIC)
 			d = (const ElfW(Dyn) *)(base + ph[i].p_vaddr);
 		else if (ph[i].p_type == PT_GNU_RELRO) {
-			e->relro_lo = base + ph[i].p_vaddr;
-			e->relro_hi = e->relro_lo + ph[i].p_memsz;
+			/* what ld.so made read-only (_dl_protect_relro): both
+			 * ends rounded down to a page; the partial last page
+			 * stays writable */
+			uintptr_t lo = base + ph[i].p_vaddr;
+
+			e->relro_lo = lo & ~(pg - 1);
+			e->relro_hi = (lo + ph[i].p_memsz) & ~(pg - 1);
 		}
 	}
 	if (!d)

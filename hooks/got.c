@@ -18,6 +18,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include "hooks/internal.h"
@@ -64,19 +65,23 @@ static const struct {
 
 static unsigned long patched;
 
+/* The pages ld.so made read-only after relocation (e->relro_lo..hi, see
+ * mw_elf_from_phdr) are opened, written and closed again; a slot anywhere
+ * else (the partial last page of RELRO included) is writable as it is, and
+ * its protection is left alone. */
 static void mw_got_write(const struct mw_elf *e, void **slot, void *val)
 {
-	uintptr_t pg = (uintptr_t)slot & ~(uintptr_t)4095;
+	uintptr_t ps = mw_page_size();
+	uintptr_t pg = (uintptr_t)slot & ~(ps - 1);
 	int relro = (uintptr_t)slot >= e->relro_lo &&
 		    (uintptr_t)slot < e->relro_hi;
 
-	/* RELRO pages are read-only after relocation: open, write, close */
-	if (relro && mw_raw_failed(mw_raw(SYS_mprotect, pg, 4096,
+	if (relro && mw_raw_failed(mw_raw(SYS_mprotect, pg, ps,
 					  PROT_READ | PROT_WRITE)))
 		return;
 	__atomic_store_n(slot, val, __ATOMIC_RELEASE);
 	if (relro)
-		mw_raw(SYS_mprotect, pg, 4096, PROT_READ);
+		mw_raw(SYS_mprotect, pg, ps, PROT_READ);
 	__atomic_fetch_add(&patched, 1, __ATOMIC_RELAXED);
 }
 
@@ -112,6 +117,38 @@ static void mw_got_relocs(const struct mw_elf *e, const void *tab, size_t sz,
 	}
 }
 
+/* Where the object's ELF header is mapped (its first PT_LOAD covers file
+ * offset 0), 0 when unknown. */
+static uintptr_t mw_ehdr_addr(const struct dl_phdr_info *info)
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+		    info->dlpi_phdr[i].p_offset == 0)
+			return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	return 0;
+}
+
+/*
+ * ld.so and the vdso are left alone. They are known by where they are
+ * mapped, never by file name (any object may have "ld-" or "vdso" in its
+ * path): the kernel says where it put the interpreter (AT_BASE) and the
+ * vdso (AT_SYSINFO_EHDR). AT_BASE is 0 when ld.so was run as a command
+ * ("ld.so ./prog"); then ld.so is the object defining _rtld_global_ro.
+ */
+static int mw_skip_object(const struct dl_phdr_info *info,
+			  const struct mw_elf *e)
+{
+	uintptr_t at = mw_ehdr_addr(info);
+	uintptr_t ldso = (uintptr_t)getauxval(AT_BASE);
+	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+
+	if (at && ((ldso && at == ldso) || (vdso && at == vdso)))
+		return 1;
+	return !ldso && mw_elf_lookup(e, "_rtld_global_ro", NULL) != 0;
+}
+
 static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	int groups = *(int *)arg;
@@ -119,11 +156,8 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	const char *n = info->dlpi_name ? info->dlpi_name : "";
 
 	(void)sz;
-	if (strstr(n, "ld-linux") || strstr(n, "linux-vdso") ||
-	    strstr(n, "/ld-"))
-		return 0;
 	if (mw_elf_from_phdr(&e, info->dlpi_addr, n, info->dlpi_phdr,
-			     info->dlpi_phnum) != 0)
+			     info->dlpi_phnum) != 0 || mw_skip_object(info, &e))
 		return 0;
 	mw_got_relocs(&e, e.jmprel, e.jmprel_sz, groups);
 	mw_got_relocs(&e, e.rela, e.rela_sz, groups);

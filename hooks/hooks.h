@@ -47,6 +47,11 @@ MW_HIDDEN int mw_hooks_active(void);
 MW_HIDDEN unsigned mw_hooks_support(void);
 /* Human-readable reason for the install decision (static string). */
 MW_HIDDEN const char *mw_hooks_decision(void);
+/* Number of threads found running at installation when that was more than
+ * one (the library was loaded late, e.g. dlopen'ed by a threaded program):
+ * libc's entry points were then not patched and FREE support is not
+ * claimed. 0 for an installation at startup (or hooks inactive). */
+MW_HIDDEN int mw_hooks_installed_late(void);
 /* One callback (the library core); NULL detaches. */
 MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
 /*

@@ -8,9 +8,11 @@
  * blocks are told apart by address forever).
  */
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "hooks/alloc.h"
 #include "hooks/internal.h"
@@ -18,6 +20,8 @@
 
 extern char **environ;
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
+/* glibc >= 2.32: false once the process ever created a thread */
+extern char __libc_single_threaded __attribute__((weak));
 
 MW_HIDDEN volatile int mw_alloc_mode;
 MW_HIDDEN volatile int mw_hooks_on;
@@ -29,6 +33,7 @@ static const char *why = "not decided yet";
 static atomic_int install_state;	/* 0 no, 1 running, 2 done */
 static int active;
 static unsigned support;
+static int late;			/* threads seen at installation */
 
 int mw_is_static(void)
 {
@@ -79,6 +84,74 @@ void mw_libc_syms(void)
 		&libc, "dlopen", NULL);
 }
 
+/* Threads of this process: entries of /proc/self/task (raw getdents64,
+ * no malloc); without /proc, 2 when glibc says a thread was ever created,
+ * else 1. */
+static int mw_thread_count(void)
+{
+	char buf[1024];
+	long fd = mw_raw6(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0, 0), n;
+	int count = 0;
+
+	if (mw_raw_failed(fd))
+		return &__libc_single_threaded && !__libc_single_threaded ? 2 : 1;
+	while ((n = mw_raw(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		long off = 0;
+
+		while (off < n) {
+			unsigned short reclen;	/* linux_dirent64 */
+			const char *nm = buf + off + 19;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			count += strcmp(nm, ".") != 0 && strcmp(nm, "..") != 0;
+			off += reclen;
+		}
+	}
+	mw_raw(SYS_close, fd, 0, 0);
+	return count ? count : 1;
+}
+
+/* Installed while other threads run (the library dlopen'ed by a program
+ * that has threads): overwriting the first bytes of libc's functions could
+ * crash a thread that is executing them, so that is not done, and the
+ * releases only libc's own code makes are not seen (glibc's free() of
+ * blocks it handed out before, malloc_trim, thread stacks). Said once. */
+static void mw_say_late(void)
+{
+	char msg[512], num[12];
+	size_t m = 0, k = sizeof(num);
+	unsigned v = (unsigned)late;
+	const char *parts[4];
+	int i;
+
+	num[--k] = 0;
+	do
+		num[--k] = (char)('0' + v % 10);
+	while ((v /= 10) && k);
+	parts[0] = lp_asked ? "mmuwatch: warning: leave-pinned requested but "
+			      "the hooks were installed late (" :
+			      "mmuwatch: hooks: installed late (";
+	parts[1] = num + k;
+	parts[2] = " threads already running): libc's entry points are not "
+		   "patched, so releases made inside libc (glibc's free() of "
+		   "blocks from before, malloc_trim, thread stacks) are not "
+		   "seen and FREE support is not claimed";
+	parts[3] = lp_asked ? "; cached registrations can go stale - load "
+			      "mmuwatch.ko, or load libmmuwatch at startup\n" :
+			      "\n";
+	for (i = 0; i < 4; i++) {
+		size_t l = strlen(parts[i]);
+
+		if (m + l >= sizeof(msg))
+			break;
+		memcpy(msg + m, parts[i], l);
+		m += l;
+	}
+	msg[m] = 0;
+	mw_raw_write_str(2, msg);
+}
+
 static void mw_warn_missing(void)
 {
 	mw_raw_write_str(2, (support & MW_HOOKS_SUPPORT_FREE) ?
@@ -115,8 +188,14 @@ int mw_hooks_init(void)
 	if (want_hooks) {
 		const char *np = mw_env("MMUWATCH_HOOKS_NO_ENTRY_PATCH");
 
-		if (!(np && mw_lp_parse(np) == MW_LP_YES))
-			mw_patch_libc();
+		if (!(np && mw_lp_parse(np) == MW_LP_YES) && !mw_is_static()) {
+			int n = mw_thread_count();
+
+			if (n > 1)
+				late = n;
+			else
+				mw_patch_libc();
+		}
 		np = mw_env("MMUWATCH_HOOKS_NO_GOT");
 		if (!(np && mw_lp_parse(np) == MW_LP_YES))
 			mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
@@ -124,9 +203,14 @@ int mw_hooks_init(void)
 		/* like Open MPI: a static link cannot be trusted for munmap */
 		if (mw_is_static())
 			support &= ~MW_HOOKS_SUPPORT_MUNMAP;
+		/* late: blocks glibc handed out before are freed unseen */
+		if (late)
+			support &= ~MW_HOOKS_SUPPORT_FREE;
 		active = 1;
-		if (lp_asked && support != (MW_HOOKS_SUPPORT_FREE |
-					    MW_HOOKS_SUPPORT_MUNMAP))
+		if (late)
+			mw_say_late();
+		else if (lp_asked && support != (MW_HOOKS_SUPPORT_FREE |
+						 MW_HOOKS_SUPPORT_MUNMAP))
 			mw_warn_missing();
 	}
 	atomic_store_explicit(&install_state, 2, memory_order_release);
@@ -146,6 +230,11 @@ unsigned mw_hooks_support(void)
 const char *mw_hooks_decision(void)
 {
 	return why;
+}
+
+int mw_hooks_installed_late(void)
+{
+	return mw_hooks_active() ? late : 0;
 }
 
 unsigned mw_hooks_patch_conflicts(void)

@@ -47,8 +47,11 @@ struct mw_elf {
 	size_t jmprel_sz;
 	const void *rela;
 	size_t rela_sz;
+	/* the part of PT_GNU_RELRO that ld.so made read-only: page-aligned,
+	 * empty when RELRO is smaller than a page */
 	uintptr_t relro_lo, relro_hi;
 };
+MW_HIDDEN uintptr_t mw_page_size(void);	/* AT_PAGESZ, malloc-free */
 MW_HIDDEN int mw_elf_from_phdr(struct mw_elf *e, uintptr_t base,
 			       const char *name, const void *phdr, int phnum);
 /* Address and size of a defined symbol, 0 when absent. */

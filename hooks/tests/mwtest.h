@@ -17,5 +17,6 @@ struct mwtest_state {
 	} log[MWTEST_LOG];
 	int active;
 	unsigned support;
+	int late;		/* mw_hooks_installed_late() */
 };
 #endif

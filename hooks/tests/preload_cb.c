@@ -39,16 +39,17 @@ static void report(void)
 {
 	if (getenv("MWTEST_REPORT"))
 		fprintf(stderr, "mwtest: active=%d support=%u decision=\"%s\" "
-			"releases=%lu conflicts=%u\n", mw_hooks_active(),
+			"releases=%lu conflicts=%u late=%d\n", mw_hooks_active(),
 			mw_hooks_support(), mw_hooks_decision(),
 			(unsigned long)atomic_load(&mwtest_state.n),
-			mw_hooks_patch_conflicts());
+			mw_hooks_patch_conflicts(), mw_hooks_installed_late());
 }
 
 __attribute__((constructor(102))) static void init(void)
 {
 	mwtest_state.active = mw_hooks_init();
 	mwtest_state.support = mw_hooks_support();
+	mwtest_state.late = mw_hooks_installed_late();
 	mw_hooks_set_release_cb(cb);
 	atexit(report);
 }

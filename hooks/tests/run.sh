@@ -37,6 +37,11 @@ control() {
 
 LP="env MMUWATCH_LEAVE_PINNED=1"
 DL=$T/libmwt_dl.so
+RELRO="--relro $T/libmwt_relro.so --relro $T/libmwt_relro_cut.so"
+# the same DEEPBIND library under a path with "/ld-" in it: it is not ld.so
+mkdir -p "$tmp/ld-objs"
+cp "$DL" "$tmp/ld-objs/libmwt_dl.so"
+DL_LD=$tmp/ld-objs/libmwt_dl.so
 
 # --- decision matrix ------------------------------------------------------
 run "matrix: every cell, spellings, aliases, sysfs, disable vars" $T/test_matrix
@@ -48,15 +53,23 @@ run "allocator internals under ASan+UBSan" $T/test_alloc_asan
 control "allocator without release callback" env MWTEST_NO_CB=1 $T/test_alloc
 
 # --- interception in each install mode --------------------------------------
-run "intercept: LD_PRELOAD" $LP LD_PRELOAD=$PRELOAD $T/test_intercept $DL
-run "intercept: linked after libc (GOT relocation)" $LP $T/test_intercept_linked $DL
+run "intercept: LD_PRELOAD" $LP LD_PRELOAD=$PRELOAD $T/test_intercept $RELRO $DL
+run "intercept: linked after libc (GOT relocation, RELRO pages as ld.so left them)" \
+	$LP $T/test_intercept_linked $RELRO $DL
+run "intercept: linked, a library under a path with /ld- is rewritten too" \
+	$LP $T/test_intercept_linked $DL_LD
 run "intercept: linked, no libc entry patch (dlopen via GOT only)" \
-	$LP MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 $T/test_intercept_linked --no-entry $DL
+	$LP MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 $T/test_intercept_linked --no-entry \
+	$RELRO $DL_LD
 run "intercept: linked, no GOT relocation (libc entry patch only)" \
 	$LP MMUWATCH_HOOKS_NO_GOT=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
-	$T/test_intercept_linked --via-libc --no-alloc $DL
+	$T/test_intercept_linked --via-libc --no-alloc $RELRO $DL
+run "intercept: linked, glibc's allocator (MMUWATCH_HOOKS_ALLOCATOR=0)" \
+	$LP MMUWATCH_HOOKS_ALLOCATOR=0 $T/test_intercept_linked --no-alloc $DL
 control "intercept with MMUWATCH_HOOKS_DISABLE" \
 	$LP MMUWATCH_HOOKS_DISABLE=1 LD_PRELOAD=$PRELOAD $T/test_intercept $DL
+control "intercept with MMUWATCH_HOOKS_DISABLE=0 (set at all: disabled)" \
+	$LP MMUWATCH_HOOKS_DISABLE=0 LD_PRELOAD=$PRELOAD $T/test_intercept $DL
 control "intercept linked with neither GOT relocation nor entry patch" \
 	$LP MMUWATCH_HOOKS_NO_GOT=1 MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 \
 	$T/test_intercept_linked --no-entry $DL
@@ -83,9 +96,47 @@ sup_pre=$($LP MWTEST_REPORT=1 LD_PRELOAD=$PRELOAD /bin/true 2>&1 |
 	sed -n 's/.*support=\([0-9]*\).*/\1/p')
 sup_lnk=$($LP $T/test_intercept_linked 2>/dev/null | sed -n 's/^# support //p')
 sup_sta=$($LP $T/test_static 2>/dev/null | sed -n 's/.*support=\([0-9]*\).*/\1/p')
-echo "# self-test support (1=FREE 2=MUNMAP): preload=$sup_pre linked=$sup_lnk static=$sup_sta"
+# hooks on, glibc's allocator: its releases are seen through the entry patches
+sup_gpre=$($LP MMUWATCH_HOOKS_ALLOCATOR=0 MWTEST_REPORT=1 LD_PRELOAD=$PRELOAD \
+	/bin/true 2>&1 | sed -n 's/.*support=\([0-9]*\).*/\1/p')
+sup_glnk=$($LP MMUWATCH_HOOKS_ALLOCATOR=0 $T/test_intercept_linked --no-alloc \
+	2>/dev/null | sed -n 's/^# support //p')
+sup_late=$($LP $T/test_late $PRELOAD 2>/dev/null |
+	sed -n 's/.*late=[0-9]* support=\([0-9]*\).*/\1/p')
+echo "# self-test support (1=FREE 2=MUNMAP): preload=$sup_pre linked=$sup_lnk" \
+	"static=$sup_sta glibc-allocator: preload=$sup_gpre linked=$sup_glnk" \
+	"dlopen'ed late=$sup_late"
 [ "$sup_pre" = 3 ] && ok "self-test: LD_PRELOAD has FREE|MUNMAP" || notok "self-test preload: $sup_pre"
 [ "$sup_lnk" = 3 ] && ok "self-test: linked has FREE|MUNMAP" || notok "self-test linked: $sup_lnk"
+[ "$sup_gpre" = 3 ] && ok "self-test: glibc's allocator, LD_PRELOAD: FREE|MUNMAP" ||
+	notok "self-test glibc allocator preload: $sup_gpre"
+[ "$sup_glnk" = 3 ] && ok "self-test: glibc's allocator, linked: FREE|MUNMAP" ||
+	notok "self-test glibc allocator linked: $sup_glnk"
+w=$($LP MMUWATCH_HOOKS_ALLOCATOR=0 MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 MWTEST_REPORT=1 \
+	LD_PRELOAD=$PRELOAD /bin/true 2>&1 | sed -n 's/.*support=\([0-9]*\).*/\1/p')
+[ "$w" = 2 ] && ok "self-test: glibc's allocator without entry patches: MUNMAP only" ||
+	notok "self-test glibc allocator, no entry patch: $w"
+w=$($LP MMUWATCH_HOOKS_DISABLE=0 MWTEST_REPORT=1 LD_PRELOAD=$PRELOAD /bin/true 2>&1 |
+	sed -n 's/.*active=\([0-9]*\) support=\([0-9]*\).*/\1 \2/p')
+[ "$w" = "0 0" ] && ok "MMUWATCH_HOOKS_DISABLE=0 disables (presence counts)" ||
+	notok "MMUWATCH_HOOKS_DISABLE=0: active/support $w"
+
+# --- late installation: dlopen'ed while another thread runs ------------------
+run "late: dlopen'ed with a thread running: no entry patch, MUNMAP only" \
+	$LP $T/test_late $PRELOAD
+run "late: dlopen'ed with one thread: entries patched, FREE|MUNMAP" \
+	$LP $T/test_late --no-thread $PRELOAD
+control "late install expected to behave like an early one" \
+	$LP $T/test_late --expect-early $PRELOAD
+w=$($LP $T/test_late $PRELOAD 2>&1 >/dev/null | grep -c 'installed late')
+[ "$w" = 1 ] && ok "late: said once on stderr (warning, leave-pinned asked)" ||
+	notok "late messages: $w"
+mkdir -p "$tmp/sysib/class/infiniband/rxe0"	# hooks on without leave-pinned
+w=$(MMUWATCH_LEAVE_PINNED_PIPELINE=runtime MMUWATCH_SYSFS_ROOT=$tmp/sysib \
+	$T/test_late $PRELOAD 2>&1 >/dev/null | grep -c '^mmuwatch: hooks: installed late')
+[ "$w" = 1 ] && ok "late: said once on stderr (note, leave-pinned not asked)" ||
+	notok "late notes: $w"
+
 run "self-test: static link detected, MUNMAP-less" $LP $T/test_static
 w=$($LP $T/test_static 2>&1 >/dev/null | grep -c 'mmuwatch: warning')
 [ "$w" = 1 ] && ok "static with leave-pinned: one warning" || notok "static warnings: $w"

@@ -2,12 +2,17 @@
 /*
  * The allocator's internals, linked directly (alloc.c + release.c, no
  * interposition), so this test also runs under ASan/UBSan: sizes, patterns,
- * realloc, every alignment, calloc zeroing of reused spans, glibc (foreign)
- * pointers, retention and trim with the callback running before the
- * release, threads with cross-thread frees, fork.
+ * realloc, every alignment (n = 0 and small n included, blocks disjoint;
+ * glibc's rounding of other alignments), calloc zeroing of reused spans,
+ * glibc (foreign) pointers, retention and trim with the callback running
+ * before the release, a block bigger than the retention limit released
+ * alone, threads with cross-thread frees, fork, and fork while other
+ * threads allocate (MWTEST_FORKS sets the count).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,8 @@
 #include "hooks/internal.h"
 
 extern void *__libc_malloc(size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
 
 static int failures;
 #define CHECK(c, ...)                                                         \
@@ -34,9 +41,21 @@ static uintptr_t cb_lo, cb_hi;
 static volatile char *cb_marker;
 static int cb_marker_ok;
 
+#define LOGN 64
+static int log_on;
+static size_t log_n;
+static uintptr_t log_lo[LOGN], log_hi[LOGN];
+
 static void cb(uintptr_t s, uintptr_t e, enum mw_release_kind k)
 {
 	cb_n++;
+	if (log_on) {
+		if (log_n < LOGN) {
+			log_lo[log_n] = s;
+			log_hi[log_n] = e;
+		}
+		log_n++;
+	}
 	cb_lo = s;
 	cb_hi = e;
 	CHECK(k == MW_RELEASE_ALLOC, "kind %d\n", k);
@@ -125,8 +144,9 @@ static void test_align(void)
 	CHECK(mw_posix_memalign(&p, 64, 10) == 0 && ((uintptr_t)p & 63) == 0,
 	      "posix_memalign 64\n");
 	mw_free(p);
-	errno = 0;
-	CHECK(mw_memalign(24, 10) == NULL && errno == EINVAL, "memalign(24)\n");
+	p = mw_memalign(24, 10);	/* glibc rounds the alignment up */
+	CHECK(p && ((uintptr_t)p & 31) == 0, "memalign(24)\n");
+	mw_free(p);
 	p = mw_valloc(10);
 	CHECK(((uintptr_t)p & 4095) == 0, "valloc\n");
 	mw_free(p);
@@ -138,6 +158,170 @@ static void test_align(void)
 	CHECK(((uintptr_t)p & 255) == 0, "aligned_alloc\n");
 	mw_free(p);
 	printf("ok: alignments 1 B .. 4 MiB, posix_memalign/valloc/pvalloc\n");
+}
+
+/*
+ * Every alignment with n = 0 and small n, through memalign, posix_memalign
+ * and aligned_alloc, all blocks kept live at once (next to plain mallocs of
+ * the same size classes): no two blocks may overlap (each counts
+ * malloc_usable_size bytes, at least one), every block keeps its pattern,
+ * and after they are all freed the allocator still hands out disjoint
+ * blocks. (n = 0 used to return the start of the next block.)
+ */
+struct blk {
+	unsigned char *p;
+	size_t len;
+	unsigned seed;
+};
+
+static int blk_cmp(const void *a, const void *b)
+{
+	const struct blk *x = a, *y = b;
+
+	return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* Sorts b; counts blocks overlapping the next one. */
+static size_t count_overlaps(struct blk *b, size_t nb, const char *what)
+{
+	size_t i, bad = 0;
+
+	qsort(b, nb, sizeof(*b), blk_cmp);
+	for (i = 0; i + 1 < nb; i++)
+		if (b[i].p + b[i].len > b[i + 1].p)
+			bad++;
+	CHECK(bad == 0, "%s: %zu blocks overlap the next one\n", what, bad);
+	return bad;
+}
+
+/* Fill every block, then check that each kept its pattern. */
+static size_t check_patterns(struct blk *b, size_t nb, const char *what)
+{
+	size_t i, bad = 0;
+
+	for (i = 0; i < nb; i++)
+		fill(b[i].p, b[i].len, b[i].seed);
+	for (i = 0; i < nb; i++)
+		if (!same(b[i].p, b[i].len, b[i].seed))
+			bad++;
+	CHECK(bad == 0, "%s: %zu blocks overwritten\n", what, bad);
+	return bad;
+}
+
+static void test_align_small_n(void)
+{
+	static const size_t ns[] = { 0, 1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47,
+				     48, 49, 63, 64, 65, 100, 127, 128, 129,
+				     255, 256, 257, 1000, 4000 };
+	enum { NN = sizeof(ns) / sizeof(ns[0]), MAXB = 12000 };
+	static struct blk b[MAXB];
+	size_t nb = 0, a, i, k, bad = 0;
+	unsigned seed = 1;
+	int f;
+
+	for (a = 1; a <= ((size_t)128 << 10); a <<= 1)
+		for (i = 0; i < NN; i++)
+			for (f = 0; f < 4; f++)
+				for (k = 0; k < (a <= 4096 ? 6u : 1u); k++) {
+					void *p = NULL;
+					size_t n = ns[i], len;
+
+					if (f == 0)
+						p = mw_memalign(a, n);
+					else if (f == 1)
+						CHECK(a < sizeof(void *) ||
+						      mw_posix_memalign(&p, a, n) == 0,
+						      "posix_memalign(%zu, %zu)\n", a, n);
+					else if (f == 2)
+						p = mw_aligned_alloc(a, n);
+					else	/* a plain neighbour */
+						p = mw_malloc(n + a / 2);
+					if (!p)
+						continue;
+					CHECK(f == 3 || ((uintptr_t)p & (a - 1)) == 0,
+					      "align %zu n %zu f %d: %p\n", a, n, f, p);
+					len = mw_malloc_usable_size(p);
+					CHECK(len >= n, "usable %zu < %zu\n", len, n);
+					if (len > 8192)
+						len = 8192;
+					if (!len)
+						len = 1;
+					if (nb < MAXB) {
+						b[nb].p = p;
+						b[nb].len = len;
+						b[nb].seed = seed++;
+						nb++;
+					} else {
+						mw_free(p);
+					}
+				}
+	/* overlapping blocks: stop here (filling them would corrupt the
+	 * allocator's free lists; the blocks are leaked) */
+	if (count_overlaps(b, nb, "aligned blocks live together"))
+		return;
+	bad += check_patterns(b, nb, "aligned blocks live together");
+	/* free in an interleaved order, then the heap must still be sound */
+	for (i = 0; i < nb; i += 2)
+		mw_free(b[i].p);
+	for (i = 1; i < nb; i += 2)
+		mw_free(b[i].p);
+	for (i = 0; i < nb; i++) {
+		size_t n = 1 + (i * 7) % 300;
+
+		b[i].p = mw_malloc(n);
+		b[i].len = n;
+		b[i].seed = (unsigned)i;
+	}
+	if (count_overlaps(b, nb, "blocks after freeing the aligned ones"))
+		return;
+	bad += check_patterns(b, nb, "blocks after freeing the aligned ones");
+	for (i = 0; i < nb; i++)
+		mw_free(b[i].p);
+	if (!bad)
+		printf("ok: %zu aligned blocks, n = 0 .. 4000, alignments 1 B .. "
+		       "128 KiB, disjoint, patterns kept\n", nb);
+}
+
+/* glibc 2.36: memalign and aligned_alloc (an alias there) round a
+ * non-power-of-two alignment up; posix_memalign refuses it. */
+static void test_align_glibc_semantics(void)
+{
+	static const size_t as[] = { 0, 3, 17, 24, 48, 100, 3000, 4097, 70000,
+				     3 << 20 };
+	size_t i;
+	void *p;
+
+	for (i = 0; i < sizeof(as) / sizeof(as[0]); i++) {
+		size_t want = 1;
+		int f;
+
+		while (want < as[i])
+			want <<= 1;
+		for (f = 0; f < 2; f++) {
+			errno = 0;
+			p = f ? mw_aligned_alloc(as[i], 40) : mw_memalign(as[i], 40);
+			CHECK(p && ((uintptr_t)p & (want - 1)) == 0 &&
+			      mw_malloc_usable_size(p) >= 40,
+			      "%s(%zu, 40) = %p errno %d, want %zu-aligned\n",
+			      f ? "aligned_alloc" : "memalign", as[i], p, errno,
+			      want);
+			mw_free(p);
+		}
+#if !defined(__SANITIZE_ADDRESS__)
+		/* the reference, where it can be called (not under ASan) */
+		p = __libc_memalign(as[i], 40);
+		CHECK(p && ((uintptr_t)p & (want - 1)) == 0,
+		      "glibc memalign(%zu) = %p\n", as[i], p);
+		__libc_free(p);
+#endif
+		if (as[i] & (as[i] - 1) || as[i] < sizeof(void *))
+			CHECK(mw_posix_memalign(&p, as[i], 40) == EINVAL,
+			      "posix_memalign(%zu) accepted\n", as[i]);
+	}
+	errno = 0;
+	CHECK(mw_memalign(SIZE_MAX / 2 + 2, 10) == NULL && errno == EINVAL,
+	      "memalign(SIZE_MAX/2+2)\n");
+	printf("ok: non-power-of-two alignments as in glibc 2.36\n");
 }
 
 static void test_calloc(void)
@@ -208,6 +392,72 @@ static void test_retention(void)
 	cb_marker = NULL;
 	printf("ok: 1000 cycles of a 6 MiB block, 0 releases; trim reports "
 	       "first (%lu releases)\n", cb_n - before);
+}
+
+/*
+ * Freeing a block bigger than the retention limit releases that block only:
+ * the spans already retained (likely registered) are kept, with no release
+ * callback for them, and are reused at the same address afterwards.
+ */
+static void test_huge_free(void)
+{
+	static const size_t keep[] = { (size_t)3 << 20, (size_t)5 << 20,
+				       (size_t)9 << 20 };
+	char *k[3], *h, *again;
+	size_t hn, i, others = 0, self = 0;
+	unsigned long before, n;
+	struct mw_alloc_stats st;
+
+	mw_hooks_set_release_cb(cb);
+	for (i = 0; i < 3; i++) {
+		k[i] = mw_malloc(keep[i]);
+		memset(k[i], 0x11, keep[i]);
+	}
+	for (i = 0; i < 3; i++)
+		mw_free(k[i]);		/* retained: > tcache classes */
+	mw_alloc_get_stats(&st);
+	CHECK(st.retained_bytes >= keep[0] + keep[1] + keep[2],
+	      "spans not retained (%lu bytes)\n", st.retained_bytes);
+	/* beyond the limit however high the peak went (capped at 1 GiB) */
+	hn = st.retain_limit + ((size_t)64 << 20);
+	if (hn < ((size_t)1 << 30) + ((size_t)64 << 20))
+		hn = ((size_t)1 << 30) + ((size_t)64 << 20);
+	h = mw_malloc(hn);
+	CHECK(h != NULL, "malloc(%zu)\n", hn);
+	if (!h)
+		return;
+	h[0] = h[hn - 1] = 1;
+	before = cb_n;
+	log_on = 1;
+	log_n = 0;
+	mw_free(h);
+	log_on = 0;
+	n = cb_n - before;
+	for (i = 0; i < log_n && i < LOGN; i++) {
+		int hits_keep = 0, j;
+
+		for (j = 0; j < 3; j++)
+			hits_keep |= log_lo[i] < (uintptr_t)k[j] + keep[j] &&
+				     log_hi[i] > (uintptr_t)k[j];
+		if (hits_keep)
+			others++;
+		else if (log_lo[i] < (uintptr_t)h + hn && log_hi[i] > (uintptr_t)h)
+			self++;
+	}
+	CHECK(n == 1 && self == 1 && others == 0,
+	      "free of a %zu MiB block: %lu releases, %zu of it, %zu of "
+	      "retained spans\n", hn >> 20, n, self, others);
+	for (i = 0; i < 3; i++) {
+		again = mw_malloc(keep[i]);
+		CHECK(again == k[i] && again[keep[i] / 2] == 0x11,
+		      "retained span %zu not reused intact\n", i);
+		k[i] = again;
+	}
+	for (i = 0; i < 3; i++)
+		mw_free(k[i]);
+	if (n == 1 && self == 1 && others == 0)
+		printf("ok: free of a %zu MiB block released it alone; 3 "
+		       "retained spans kept and reused\n", hn >> 20);
 }
 
 #define RING 1024
@@ -303,16 +553,210 @@ static void test_fork(void)
 	printf("ok: fork child allocates and frees\n");
 }
 
+/*
+ * fork() while other threads allocate and free (their heaps are then in any
+ * state of their slow paths: free lists, page lists, span caches); the child
+ * takes their heaps over with threads of its own, frees blocks those threads
+ * had shared, allocates and frees heavily with patterns, and must exit 0.
+ */
+#define FSHARE 512
+static void *volatile fshared[FSHARE];
+static atomic_int fstop, fpause;
+
+static size_t fsize(unsigned r)
+{
+	unsigned k = r % 100;
+
+	/* mostly sizes with few blocks per page and spans of the per-thread
+	 * cache: pages fill up and empty, spans come and go, so the owners
+	 * are often inside their list updates when fork() strikes */
+	r /= 100;
+	if (k < 15)
+		return 1 + r % 600;
+	if (k < 75)
+		return 3000 + r % 5000;
+	return 9000 + r % (2u << 20);
+}
+
+/* allocate a batch, check, free it in another order; swap with fshared */
+static long fork_churn(unsigned seed, long rounds, int forever)
+{
+	enum { B = 200, F = 64 };
+	unsigned char *b[B];
+	size_t n[B];
+	long r, bad = 0;
+	int i;
+
+	for (r = 0; forever ? !atomic_load(&fstop) : r < rounds; r++) {
+		while (forever && atomic_load(&fpause))
+			usleep(100);
+		for (i = 0; i < B; i++) {
+			seed = seed * 1103515245 + 12345;
+			n[i] = fsize(seed >> 4);
+			b[i] = mw_malloc(n[i]);
+			if (!b[i])
+				return 1000000;
+			fill(b[i], n[i] < F ? n[i] : F, (unsigned)i);
+		}
+		for (i = 0; i < B; i += 16) {
+			void *o = __atomic_exchange_n(&fshared[(seed >> 8) % FSHARE],
+						      mw_malloc(48 + i),
+						      __ATOMIC_ACQ_REL);
+			mw_free(o);	/* often another thread's block */
+		}
+		for (i = (int)(seed % 7); i < B + (int)(seed % 7); i++) {
+			int j = i % B;
+
+			bad += !same(b[j], n[j] < F ? n[j] : F, (unsigned)j);
+			mw_free(b[j]);
+		}
+	}
+	return bad;
+}
+
+static void *fork_worker(void *arg)
+{
+	return (void *)fork_churn((unsigned)(uintptr_t)arg, 0, 1);
+}
+
+/* The structure of the calling thread's heap, as the child finds it after
+ * taking it over: current pages usable, page lists doubly linked and of the
+ * right class, span cache entries really cached. Returns the number of
+ * defects. */
+static long heap_defects(void)
+{
+	struct mw_heap *h = mw_tls_heap;
+	long bad = 0;
+	unsigned c, k;
+
+	if (!h)
+		return 1;
+	for (c = 0; c < MW_NSMALL; c++) {
+		struct mw_page *pg, *prev = NULL;
+		int n = 0;
+
+		/* the page being allocated from is marked full only inside
+		 * the owner's slow path, until it is replaced */
+		bad += h->cur[c]->full;
+
+		for (pg = h->avail[c]; pg && n < 100000; pg = pg->next, n++) {
+			bad += pg->prev != prev || pg->kind != MW_KIND_SMALL ||
+			       pg->cls != c || pg->heap != h || pg->full ||
+			       pg == h->cur[c];
+			prev = pg;
+		}
+		bad += n == 100000;
+	}
+	for (c = 0; c < MW_NTCACHE; c++) {
+		bad += h->tcount[c] > MW_TC_DEPTH;
+		for (k = 0; k < h->tcount[c] && k < MW_TC_DEPTH; k++)
+			bad += h->tcache[c][k]->state != MW_SPAN_HOT;
+	}
+	return bad;
+}
+
+static pthread_barrier_t fork_bar;
+
+/* in the child: take a heap over (all at once, so every heap left by the
+ * parent's threads gets a new owner), check it, then use it */
+static void *fork_child_worker(void *arg)
+{
+	long bad;
+
+	mw_free(mw_malloc(1));
+	bad = heap_defects() * 1000000;
+	pthread_barrier_wait(&fork_bar);
+	return (void *)(bad + fork_churn((unsigned)(uintptr_t)arg, 1, 0));
+}
+
+static void test_fork_threads(void)
+{
+	enum { NW = 3, NC = 8 };
+	/* without the fork-safe heaps about 1 child in 7 inherits a heap in
+	 * the middle of an update: 80 forks cannot all miss it */
+	int forks = getenv("MWTEST_FORKS") ? atoi(getenv("MWTEST_FORKS")) : 80;
+	pthread_t w[NW];
+	int i, bad = 0, crashed = 0;
+
+	mw_malloc_trim(0);	/* a small parent forks faster */
+	atomic_store(&fstop, 0);
+	for (i = 0; i < NW; i++)
+		pthread_create(&w[i], NULL, fork_worker, (void *)(uintptr_t)(i + 1));
+	for (i = 0; i < forks; i++) {
+		pid_t pid;
+		int st;
+
+		atomic_store(&fpause, 0);
+		usleep(300 + (useconds_t)(i % 5) * 200);
+		pid = fork();
+		if (pid == 0) {
+			pthread_t c[NC];
+			long cbad = 0;
+			void *r;
+			int j;
+
+			alarm(30);
+			pthread_barrier_init(&fork_bar, NULL, NC);
+			for (j = 0; j < NC; j++)
+				pthread_create(&c[j], NULL, fork_child_worker,
+					       (void *)(uintptr_t)(100 + j));
+			cbad += fork_churn(7, 3, 0);
+			for (j = 0; j < NC; j++) {
+				pthread_join(c[j], &r);
+				cbad += (long)r;
+			}
+			for (j = 0; j < FSHARE; j++)
+				mw_free(fshared[j]);
+			_exit(cbad >= 1000000 ? 4 : cbad ? 3 : 0);
+		}
+		if (pid < 0) {
+			bad++;
+			break;
+		}
+		atomic_store(&fpause, 1);	/* the CPUs are the child's now */
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st))
+			crashed++;
+		else if (WEXITSTATUS(st) != 0)
+			bad++;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))	/* 4: heap defects */
+			printf("# fork %d: child status %#x\n", i, st);
+	}
+	atomic_store(&fpause, 0);
+	atomic_store(&fstop, 1);
+	for (i = 0; i < NW; i++) {
+		void *r;
+
+		pthread_join(w[i], &r);
+		bad += r != NULL;
+	}
+	for (i = 0; i < FSHARE; i++) {
+		mw_free(fshared[i]);
+		fshared[i] = NULL;
+	}
+	CHECK(bad == 0 && crashed == 0,
+	      "fork with %d busy threads: %d of %d children failed, %d crashed "
+	      "or hung\n", NW, bad, forks, crashed);
+	if (!bad && !crashed)
+		printf("ok: %d forks while %d threads allocate; every child "
+		       "(%d threads taking the heaps over) exits 0\n", forks, NW,
+		       NC + 1);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_sizes();
 	test_align();
+	test_align_small_n();
+	test_align_glibc_semantics();
 	test_calloc();
 	test_foreign();
 	test_retention();
+	test_huge_free();
 	test_threads();
 	test_fork();
+	test_fork_threads();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

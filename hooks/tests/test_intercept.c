@@ -16,9 +16,13 @@
  *   --valgrind   valgrind's malloc replaces everyone's: also skip the
  *                glibc-internal check (the allocator is tested by
  *                test_alloc under ASan)
+ *   --relro LIB  (repeatable) a -z relro -z now library: its munmap is
+ *                seen and its pages keep ld.so's protections
+ * The remaining argument is the RTLD_DEEPBIND library.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -143,12 +147,37 @@ static void test_calls(void)
 	syscall(SYS_munmap, r, 4 * PG);
 
 	p = map(2, MAP_PRIVATE);
-	q = map(2, MAP_PRIVATE);
+	q = map(3, MAP_PRIVATE);
 	m = mark();
-	r = mremap(p, 2 * PG, 2 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+	r = mremap(p, 2 * PG, 3 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, q);
 	CHECK(r == q, "mremap fixed\n");
+	/* both ranges, each once: the target (its new length) is unmapped
+	 * first, then the old pages move away */
 	CHECK(mark() - m == 2, "mremap fixed: %lu reports, want 2\n", mark() - m);
-	syscall(SYS_munmap, q, 2 * PG);
+	if (mark() - m == 2) {
+		int k = via_libc ? MW_RELEASE_LIBC : MW_RELEASE_MREMAP, i, tgt = 0,
+		    old = 0;
+
+		for (i = 0; i < 2; i++) {
+			uintptr_t lo = st->log[m + i].start, hi = st->log[m + i].end;
+
+			CHECK(st->log[m + i].kind == k, "mremap fixed: kind %d\n",
+			      st->log[m + i].kind);
+			tgt += lo == (uintptr_t)q && hi == (uintptr_t)(q + 3 * PG);
+			old += lo == (uintptr_t)p && hi == (uintptr_t)(p + 2 * PG);
+		}
+		CHECK(tgt == 1 && old == 1, "mremap fixed: ranges [%#lx,%#lx) "
+		      "[%#lx,%#lx), want target [%p,%p) and old [%p,%p)\n",
+		      (unsigned long)st->log[m].start,
+		      (unsigned long)st->log[m].end,
+		      (unsigned long)st->log[m + 1].start,
+		      (unsigned long)st->log[m + 1].end, q, q + 3 * PG, p,
+		      p + 2 * PG);
+		if (tgt == 1 && old == 1)
+			printf("ok: mremap MREMAP_FIXED reported target and old "
+			       "range once each\n");
+	}
+	syscall(SYS_munmap, q, 3 * PG);
 
 	p = map(4, MAP_PRIVATE);
 	m = mark();
@@ -378,10 +407,115 @@ static void test_dlopen(const char *lib)
 		   MW_RELEASE_MUNMAP);
 }
 
+/* Writable per /proc/self/maps: 1, 0, or -1 when a is not mapped. */
+static int page_writable(uintptr_t a)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int w = -1;
+
+	if (!f)
+		return -1;
+	while (w < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    a >= lo && a < hi)
+			w = perms[1] == 'w';
+	}
+	fclose(f);
+	return w;
+}
+
+struct relro_find {
+	uintptr_t base;
+	uintptr_t relro_lo, relro_hi, rw_lo, rw_hi;
+	int found;
+};
+
+static int relro_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	struct relro_find *r = arg;
+	int i;
+
+	(void)sz;
+	if (info->dlpi_addr != r->base)
+		return 0;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = r->base + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+		if (ph->p_type == PT_GNU_RELRO) {
+			r->relro_lo = lo;
+			r->relro_hi = hi;
+		} else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			r->rw_lo = lo;
+			r->rw_hi = hi;
+		}
+	}
+	r->found = 1;
+	return 1;
+}
+
+/*
+ * A -z relro -z now library's munmap goes through its GOT, which lies in
+ * PT_GNU_RELRO: after the GOT is rewritten, every page of its writable
+ * segment must have the protection ld.so gave it, i.e. read-only exactly
+ * from the RELRO start rounded down to the RELRO end rounded down (a
+ * partial last page stays writable: RELRO ends mid-page in the cut copy).
+ */
+static void test_relro(const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*f)(void *, size_t);
+	struct link_map *lm = NULL;
+	struct relro_find r = { 0 };
+	uintptr_t a, lo, hi;
+	unsigned long m;
+	int bad = 0, n = 0;
+	char *p;
+
+	CHECK(h != NULL, "dlopen %s: %s\n", lib, dlerror());
+	if (!h)
+		return;
+	f = (int (*)(void *, size_t))dlsym(h, "mwt_relro_munmap");
+	p = map(2, MAP_PRIVATE);
+	m = mark();
+	f(p, 2 * PG);
+	expect_one("RELRO library's munmap", m, p, p + 2 * PG,
+		   MW_RELEASE_MUNMAP);
+	dlinfo(h, RTLD_DI_LINKMAP, &lm);
+	r.base = lm ? lm->l_addr : 0;
+	dl_iterate_phdr(relro_cb, &r);
+	CHECK(r.found && r.relro_hi > r.relro_lo && r.rw_hi > r.rw_lo,
+	      "%s: no RELRO or writable segment\n", lib);
+	lo = r.relro_lo & ~(uintptr_t)(PG - 1);
+	hi = r.relro_hi & ~(uintptr_t)(PG - 1);
+	for (a = r.rw_lo & ~(uintptr_t)(PG - 1); a < r.rw_hi; a += PG, n++) {
+		int want = !(a >= lo && a < hi), got = page_writable(a);
+
+		if (got != want) {
+			printf("# %s: page %#lx %s, ld.so left it %s\n", lib,
+			       (unsigned long)a, got ? "writable" : "read-only",
+			       want ? "writable" : "read-only");
+			bad++;
+		}
+	}
+	CHECK(bad == 0, "%s: %d page(s) with another protection than ld.so's\n",
+	      lib, bad);
+	if (!bad)
+		printf("ok: %s: GOT rewritten, %d page(s) protected as ld.so "
+		       "did (RELRO end %s)\n", lib, n,
+		       (r.relro_hi & (PG - 1)) ? "mid-page" : "on a page");
+}
+
 int main(int argc, char **argv)
 {
 	int i;
 	const char *dl = NULL;
+	const char *relro[4];
+	int nrelro = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--via-libc"))
@@ -392,6 +526,8 @@ int main(int argc, char **argv)
 			valgrind = no_alloc = 1;
 		else if (!strcmp(argv[i], "--no-alloc"))
 			no_alloc = 1;
+		else if (!strcmp(argv[i], "--relro") && i + 1 < argc && nrelro < 4)
+			relro[nrelro++] = argv[++i];
 		else
 			dl = argv[i];
 	}
@@ -417,6 +553,8 @@ int main(int argc, char **argv)
 	test_threads();
 	if (dl)
 		test_dlopen(dl);
+	for (i = 0; i < nrelro; i++)
+		test_relro(relro[i]);
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

@@ -103,7 +103,22 @@ static void unit_cells(void)
 	setenv("MMUWATCH_LEAVE_PINNED", "1", 1);
 	setenv("MMUWATCH_HOOKS_DISABLE", "1", 1);
 	check("MMUWATCH_HOOKS_DISABLE with lp=yes", mw_decide(&why, &asked), 0);
+	/* any value disables, even one that reads as "no" */
+	{
+		static const char *const dv[] = { "0", "no", "false", "", "yes" };
+		unsigned i;
+		char what[96];
+
+		for (i = 0; i < sizeof(dv) / sizeof(dv[0]); i++) {
+			setenv("MMUWATCH_HOOKS_DISABLE", dv[i], 1);
+			snprintf(what, sizeof(what),
+				 "MMUWATCH_HOOKS_DISABLE='%s' with lp=yes", dv[i]);
+			check(what, mw_decide(&why, &asked), 0);
+		}
+	}
 	unsetenv("MMUWATCH_HOOKS_DISABLE");
+	check("MMUWATCH_HOOKS_DISABLE unset with lp=yes",
+	      mw_decide(&why, &asked), 1);
 	setenv("FAKEROOTKEY", "1234", 1);
 	check("FAKEROOTKEY with lp=yes", mw_decide(&why, &asked), 0);
 	unsetenv("FAKEROOTKEY");
@@ -117,6 +132,20 @@ static void unit_cells(void)
 	       "process\n", failures ? "not ok" : "ok", cells);
 }
 
+/* a fresh process with the current environment: 1 when hooks are active */
+static int probe(const char *self)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execl(self, self, "--probe", (char *)NULL);
+		_exit(99);
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 1;
+}
+
 /* end to end: a fresh process per cell reports mw_hooks_active() */
 static void process_cells(const char *self)
 {
@@ -125,26 +154,26 @@ static void process_cells(const char *self)
 	for (net = 0; net < 2; net++)
 		for (lp = 0; lp < 4; lp++)
 			for (lpp = 0; lpp < 4; lpp++) {
-				pid_t pid;
-				int st;
 				char what[128];
 
 				clear_env();
 				setenv("MMUWATCH_SYSFS_ROOT", net ? sys_ib : sys_empty, 1);
 				set_lp("MMUWATCH_LEAVE_PINNED", lp, lp + lpp);
 				set_lp("OMPI_MCA_mpi_leave_pinned_pipeline", lpp, lp);
-				pid = fork();
-				if (pid == 0) {
-					execl(self, self, "--probe", (char *)NULL);
-					_exit(99);
-				}
-				waitpid(pid, &st, 0);
 				snprintf(what, sizeof(what), "process lp=%s lpp=%s net=%d",
 					 vname[lp], vname[lpp], net);
-				check(what, WIFEXITED(st) && WEXITSTATUS(st) == 1,
-				      want(lp, lpp, net));
+				check(what, probe(self), want(lp, lpp, net));
 				n++;
 			}
+	/* the disable switch end to end: its presence is what counts */
+	clear_env();
+	setenv("MMUWATCH_SYSFS_ROOT", sys_ib, 1);
+	setenv("MMUWATCH_LEAVE_PINNED", "1", 1);
+	setenv("MMUWATCH_HOOKS_DISABLE", "0", 1);
+	check("process MMUWATCH_HOOKS_DISABLE=0 lp=yes", probe(self), 0);
+	setenv("MMUWATCH_HOOKS_DISABLE", "", 1);
+	check("process MMUWATCH_HOOKS_DISABLE= lp=yes", probe(self), 0);
+	n += 2;
 	clear_env();
 	printf("%s: %d cells end to end (fresh process each)\n",
 	       failures ? "not ok" : "ok", n);

@@ -4,7 +4,8 @@ ASANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
 PRELOAD := $(TESTBIN)/libmw_hooks_preload.so
 TESTS := $(T)/test_matrix $(T)/test_alloc $(T)/test_alloc_asan \
 	$(T)/test_intercept $(T)/test_intercept_linked $(T)/test_static \
-	$(T)/libmwt_dl.so $(T)/release_count $(PRELOAD) $(T)/test_conflict
+	$(T)/libmwt_dl.so $(T)/release_count $(PRELOAD) $(T)/test_conflict \
+	$(T)/libmwt_relro.so $(T)/libmwt_relro_cut.so $(T)/test_late
 
 # The preload library: the whole archive plus a recording callback.
 $(PRELOAD): tests/preload_cb.c tests/mwtest.h $(ARCHIVE) | $(T)
@@ -32,6 +33,15 @@ $(T)/test_static: tests/test_static.c $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -static -o $@ $< $(ARCHIVE)
 $(T)/libmwt_dl.so: tests/dl_lib.c | $(T)
 	$(CC) $(TCFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $<
+# GOT inside RELRO; the _cut copy's RELRO ends mid-page (see relro_cut.c)
+$(T)/libmwt_relro.so: tests/relro_lib.c | $(T)
+	$(CC) $(TCFLAGS) -fPIC -shared -fuse-ld=bfd -Wl,-z,relro,-z,now -o $@ $<
+$(T)/relro_cut: tests/relro_cut.c | $(T)
+	$(CC) $(TCFLAGS) -o $@ $<
+$(T)/libmwt_relro_cut.so: $(T)/libmwt_relro.so $(T)/relro_cut
+	$(T)/relro_cut $< $@
+$(T)/test_late: tests/test_late.c tests/mwtest.h | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -ldl
 $(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
 $(T)/bench_alloc: tests/bench_alloc.c $(ARCHIVE) | $(T)
