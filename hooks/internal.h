@@ -19,6 +19,15 @@ MW_HIDDEN unsigned long mw_release_count(void);
 /* init.c: global state. */
 enum mw_alloc_mode { MW_ALLOC_UNDECIDED = 0, MW_ALLOC_OURS, MW_ALLOC_LIBC };
 MW_HIDDEN extern volatile int mw_alloc_mode;	/* enum mw_alloc_mode */
+/*
+ * dlopen() calls in progress in this thread. While one runs, new blocks
+ * come from glibc: the constructors of the objects it loads run before
+ * their GOT is redirected, so their free() is still glibc's, and a block
+ * of ours that reached them (allocated inside libc, whose GOT is ours)
+ * would make glibc abort. Our free() hands glibc's blocks back to glibc.
+ */
+MW_HIDDEN extern __thread unsigned mw_dl_depth
+	__attribute__((tls_model("initial-exec")));
 MW_HIDDEN extern volatile int mw_hooks_on;	/* callbacks armed */
 MW_HIDDEN void mw_early_decide(void);		/* malloc-free, lazy */
 MW_HIDDEN int mw_is_static(void);

@@ -50,10 +50,15 @@ extern void *__libc_valloc(size_t) __attribute__((weak));
 extern void *__libc_pvalloc(size_t) __attribute__((weak));
 extern void *__curbrk __attribute__((weak));
 
+MW_HIDDEN __thread unsigned mw_dl_depth
+	__attribute__((tls_model("initial-exec")));
+
 static inline int mw_ours(void)
 {
-	if (__builtin_expect(mw_alloc_mode == MW_ALLOC_OURS, 1))
+	if (__builtin_expect(mw_alloc_mode == MW_ALLOC_OURS && !mw_dl_depth, 1))
 		return 1;
+	if (mw_dl_depth && __libc_malloc)
+		return 0;
 	mw_early_decide();
 	/* without glibc's allocator (static link) ours is the only one */
 	return mw_alloc_mode == MW_ALLOC_OURS || !__libc_malloc;
@@ -391,8 +396,11 @@ MW_EXPORT void *shmat(int id, const void *a, int flags)
 MW_HIDDEN void *(*mw_libc_dlopen)(const char *, int);
 void *mw_i_dlopen(const char *file, int mode)
 {
-	void *h = mw_libc_dlopen ? mw_libc_dlopen(file, mode) : NULL;
+	void *h;
 
+	mw_dl_depth++;
+	h = mw_libc_dlopen ? mw_libc_dlopen(file, mode) : NULL;
+	mw_dl_depth--;
 	if (h && mw_hooks_on)
 		mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
 	return h;

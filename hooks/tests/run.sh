@@ -64,6 +64,10 @@ run "intercept: linked, no libc entry patch (dlopen via GOT only)" \
 run "intercept: linked, no GOT relocation (libc entry patch only)" \
 	$LP MMUWATCH_HOOKS_NO_GOT=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
 	$T/test_intercept_linked --via-libc --no-alloc $RELRO $DL
+run "linked: dlopen'ed constructor frees libc-made blocks with glibc's free" \
+	$LP $T/test_dlctor $T/libmwt_ctor.so
+control "linked: the same dlopen past the hooks' wrapper (glibc aborts)" \
+	$LP $T/test_dlctor --bypass $T/libmwt_ctor.so
 run "intercept: linked, glibc's allocator (MMUWATCH_HOOKS_ALLOCATOR=0)" \
 	$LP MMUWATCH_HOOKS_ALLOCATOR=0 $T/test_intercept_linked --no-alloc $DL
 control "intercept with MMUWATCH_HOOKS_DISABLE" \

@@ -5,7 +5,8 @@ PRELOAD := $(TESTBIN)/libmw_hooks_preload.so
 TESTS := $(T)/test_matrix $(T)/test_alloc $(T)/test_alloc_asan \
 	$(T)/test_intercept $(T)/test_intercept_linked $(T)/test_static \
 	$(T)/libmwt_dl.so $(T)/release_count $(PRELOAD) $(T)/test_conflict \
-	$(T)/libmwt_relro.so $(T)/libmwt_relro_cut.so $(T)/test_late
+	$(T)/libmwt_relro.so $(T)/libmwt_relro_cut.so $(T)/test_late \
+	$(T)/test_dlctor $(T)/libmwt_ctor.so
 
 # The preload library: the whole archive plus a recording callback.
 $(PRELOAD): tests/preload_cb.c tests/mwtest.h $(ARCHIVE) | $(T)
@@ -29,6 +30,11 @@ $(T)/test_intercept: tests/test_intercept.c tests/mwtest.h | $(T)
 $(T)/test_intercept_linked: tests/test_intercept.c $(PRELOAD) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lc -L$(TESTBIN) \
 		-l:libmw_hooks_preload.so -Wl,-rpath,$(TESTBIN) -ldl
+$(T)/test_dlctor: tests/test_dlctor.c $(PRELOAD) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lc -L$(TESTBIN) \
+		-l:libmw_hooks_preload.so -Wl,-rpath,$(TESTBIN) -ldl
+$(T)/libmwt_ctor.so: tests/ctor_lib.c | $(T)
+	$(CC) $(TCFLAGS) -fPIC -shared -o $@ $<
 $(T)/test_static: tests/test_static.c $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -static -o $@ $< $(ARCHIVE)
 $(T)/libmwt_dl.so: tests/dl_lib.c | $(T)
