@@ -27,12 +27,15 @@
 /* Events start one cache line into the ring mapping, after the header. */
 #define MW_RING_EVENTS_OFF	64
 
+/* ctx->ring_state: a reader saw a corrupt tail and woke the waiters. */
+#define MW_RING_TAIL_BAD	0
+
 /* Watch life cycle; every transition happens under ctx->lock. */
 enum mw_state {
 	MW_W_NEW,	/* being inserted by WATCH, word not yet published */
 	MW_W_ACTIVE,	/* word == token */
 	MW_W_DEAD,	/* invalidated; on ctx->dead once WATCH is done */
-	MW_W_DYING,	/* unwatched or context closing; being removed */
+	MW_W_DYING,	/* unwatched; being removed */
 };
 
 struct mw_ctx;
@@ -64,7 +67,8 @@ struct mw_ctx {
 	struct mutex read_lock;		/* one consumer inside read() */
 	wait_queue_head_t wq;
 	bool ready;			/* set up: arrays below are valid */
-	bool closing;
+	bool closing;			/* fd released: callbacks do nothing */
+	unsigned long ring_state;	/* MW_RING_* bits */
 
 	/* Fixed at setup. */
 	u32 nr_words;
@@ -106,7 +110,7 @@ enum mw_stat {
 	MW_STAT_F_PROT_VMA,
 	MW_STAT_F_PROT_PAGE,
 	MW_STAT_F_SOFT_DIRTY,
-	MW_STAT_F_OTHER,
+	MW_STAT_REPEAT_IGNORED,	/* callback on a dead, dying or closing watch */
 	MW_STAT_OVERFLOWS,
 	MW_STAT_LOST,
 	MW_NR_STATS

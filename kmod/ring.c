@@ -4,6 +4,7 @@
  * own head, flags and lost count; the user-written tail is read, never
  * trusted: a tail that makes no sense means "full" to the producer.
  */
+#include <linux/bitops.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
@@ -54,6 +55,28 @@ static int mw_ring_pending(struct mw_ctx *ctx, u32 *tail)
 	return n > ctx->ring_entries ? -EIO : n;
 }
 
+/*
+ * mw_ring_pending() for read() and poll(). A corrupt tail is written by
+ * user space without the kernel noticing, so the first reader to find it
+ * wakes every other reader sleeping in read() or poll(): they then get
+ * EIO or EPOLLERR at once instead of at the next event. Once per episode;
+ * a sane tail seen here (before sleeping) re-arms it. No lock is held, and
+ * poll's own wait entry may be woken too, which is harmless.
+ */
+static int mw_ring_check(struct mw_ctx *ctx, u32 *tail)
+{
+	int n = mw_ring_pending(ctx, tail);
+
+	if (n < 0) {
+		if (!test_and_set_bit(MW_RING_TAIL_BAD, &ctx->ring_state))
+			wake_up_interruptible_poll(&ctx->wq, EPOLLIN |
+						   EPOLLRDNORM | EPOLLERR);
+	} else if (test_bit(MW_RING_TAIL_BAD, &ctx->ring_state)) {
+		clear_bit(MW_RING_TAIL_BAD, &ctx->ring_state);
+	}
+	return n;
+}
+
 static bool mw_ring_readable(struct mw_ctx *ctx)
 {
 	u32 tail;
@@ -71,7 +94,7 @@ __poll_t mw_ring_poll(struct mw_ctx *ctx)
 
 	if (!mw_ctx_ready(ctx))
 		return 0;
-	n = mw_ring_pending(ctx, &tail);
+	n = mw_ring_check(ctx, &tail);
 	if (n < 0)
 		return EPOLLIN | EPOLLRDNORM | EPOLLERR;
 	if (n || (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW))
@@ -114,7 +137,7 @@ ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 	for (;;) {
 		n = 0;
 		if (mw_ctx_ready(ctx)) {
-			n = mw_ring_pending(ctx, &tail);
+			n = mw_ring_check(ctx, &tail);
 			if (n)
 				break;
 			if (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW) {
@@ -162,6 +185,7 @@ u64 mw_ring_reset_overflow(struct mw_ctx *ctx)
 	WRITE_ONCE(ctx->ring->flags, ctx->rflags);
 	if (mw_ring_pending(ctx, &tail) < 0)
 		WRITE_ONCE(ctx->ring->tail, ctx->head);
+	clear_bit(MW_RING_TAIL_BAD, &ctx->ring_state);
 	spin_unlock(&ctx->lock);
 	return lost;
 }

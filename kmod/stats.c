@@ -2,6 +2,12 @@
 /*
  * mmuwatch: global counters in /sys/kernel/mmuwatch/ and per-context
  * numbers in /proc/<pid>/fdinfo/<fd>.
+ *
+ * filtered = filtered_protection_vma + filtered_protection_page +
+ * filtered_soft_dirty: notifications that were not invalidations.
+ * repeat_ignored counts invalidations that reached a watch already dead,
+ * unwatched or being closed (watches are one-shot); it is not part of
+ * filtered.
  */
 #include <linux/atomic.h>
 #include <linux/fs.h>
@@ -52,7 +58,7 @@ static struct mw_attr mw_counters[] = {
 	MW_COUNTER(filtered_protection_vma, MW_STAT_F_PROT_VMA),
 	MW_COUNTER(filtered_protection_page, MW_STAT_F_PROT_PAGE),
 	MW_COUNTER(filtered_soft_dirty, MW_STAT_F_SOFT_DIRTY),
-	MW_COUNTER(filtered_other, MW_STAT_F_OTHER),
+	MW_COUNTER(repeat_ignored, MW_STAT_REPEAT_IGNORED),
 	MW_COUNTER(overflows, MW_STAT_OVERFLOWS),
 	MW_COUNTER(lost_events, MW_STAT_LOST),
 };
@@ -76,11 +82,21 @@ static ssize_t watches_active_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_watches));
 }
 
+/* Every notification that was not an invalidation, whatever its reason. */
+static ssize_t filtered_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", mw_stat_sum(MW_STAT_F_PROT_VMA) +
+			  mw_stat_sum(MW_STAT_F_PROT_PAGE) +
+			  mw_stat_sum(MW_STAT_F_SOFT_DIRTY));
+}
+
 static struct kobj_attribute mw_version_attr = __ATTR_RO(version);
 static struct kobj_attribute mw_contexts_attr = __ATTR_RO(contexts);
 static struct kobj_attribute mw_watches_active_attr = __ATTR_RO(watches_active);
+static struct kobj_attribute mw_filtered_attr = __ATTR_RO(filtered);
 
-static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 4];
+static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 5];
 static const struct attribute_group mw_group = { .attrs = mw_attrs };
 static struct kobject *mw_kobj;
 
@@ -92,6 +108,7 @@ int mw_sysfs_init(void)
 	mw_attrs[n++] = &mw_version_attr.attr;
 	mw_attrs[n++] = &mw_contexts_attr.attr;
 	mw_attrs[n++] = &mw_watches_active_attr.attr;
+	mw_attrs[n++] = &mw_filtered_attr.attr;
 	for (i = 0; i < ARRAY_SIZE(mw_counters); i++)
 		mw_attrs[n++] = &mw_counters[i].attr.attr;
 	mw_attrs[n] = NULL;

@@ -96,7 +96,8 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 
 	spin_lock(&ctx->lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	if (w->state == MW_W_NEW || w->state == MW_W_ACTIVE) {
+	if (!ctx->closing &&
+	    (w->state == MW_W_NEW || w->state == MW_W_ACTIVE)) {
 		mw_kill_locked(ctx, w, max(range->start, w->start),
 			       min(range->end, w->end), reason);
 		killed = true;
@@ -107,8 +108,12 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 		mw_stat_inc(stat);
 		wake_up_interruptible_poll(&ctx->wq, EPOLLIN | EPOLLRDNORM);
 	} else {
-		/* One-shot: a dead or departing watch never fires again. */
-		mw_stat_inc(MW_STAT_F_OTHER);
+		/*
+		 * One-shot: a dead, unwatched or closing watch never fires
+		 * again. Counted apart from the filtered (non-invalidating)
+		 * notifications.
+		 */
+		mw_stat_inc(MW_STAT_REPEAT_IGNORED);
 	}
 	return true;
 }
@@ -141,6 +146,8 @@ void mw_reap_work(struct work_struct *work)
 	list_for_each_entry_safe(w, tmp, &list, node) {
 		mmu_interval_notifier_remove(&w->mni);
 		mw_free_watch(ctx, w);
+		/* One munmap can kill millions of watches. */
+		cond_resched();
 	}
 }
 
@@ -278,12 +285,15 @@ void mw_watches_release(struct mw_ctx *ctx)
 	struct mw_watch *w, *tmp;
 	LIST_HEAD(list);
 
+	/*
+	 * From here on the callback leaves every watch of this context alone
+	 * (no word, no event, no list move), so the watches can be taken off
+	 * the lists in O(1) under the lock and removed without it.
+	 */
 	spin_lock(&ctx->lock);
 	ctx->closing = true;
 	list_splice_init(&ctx->live, &list);
 	list_splice_init(&ctx->dead, &list);
-	list_for_each_entry(w, &list, node)
-		w->state = MW_W_DYING;
 	spin_unlock(&ctx->lock);
 
 	/* Finishes whatever the work already took off ctx->dead. */
@@ -293,5 +303,7 @@ void mw_watches_release(struct mw_ctx *ctx)
 		mmu_interval_notifier_remove(&w->mni);
 		kmem_cache_free(mw_watch_cache, w);
 		atomic_long_dec(&mw_nr_watches);
+		/* A context can hold millions of watches. */
+		cond_resched();
 	}
 }

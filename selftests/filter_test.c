@@ -64,7 +64,7 @@ static long long fdinfo_filtered(int fd)
 
 TEST(mprotect_filtered)
 {
-	long long before, vma_before;
+	long long before, vma_before, total_before;
 	struct mmuwatch_range r;
 	struct mwt m;
 	char *p;
@@ -74,6 +74,7 @@ TEST(mprotect_filtered)
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, mwt_watch(&m, p, 4 * P, 1, &r));
 	vma_before = mwt_counter("filtered_protection_vma");
+	total_before = mwt_counter("filtered");
 	before = fdinfo_filtered(m.fd);
 	ASSERT_EQ(0, before);
 	ASSERT_EQ(0, mprotect(p, 4 * P, PROT_READ));
@@ -81,12 +82,14 @@ TEST(mprotect_filtered)
 	MWT_EXPECT_NO_EVENT(&m);
 	ASSERT_EQ(1, fdinfo_filtered(m.fd));
 	ASSERT_EQ(vma_before + 1, mwt_counter("filtered_protection_vma"));
+	ASSERT_EQ(total_before + 1, mwt_counter("filtered"));
 	/* Back to read-write: filtered again, still valid, same data. */
 	ASSERT_EQ(0, mprotect(p, 4 * P, PROT_READ | PROT_WRITE));
 	ASSERT_EQ(0x44, p[3 * P]);
 	ASSERT_TRUE(mwt_valid(&m, &r));
 	MWT_EXPECT_NO_EVENT(&m);
 	ASSERT_EQ(2, fdinfo_filtered(m.fd));
+	ASSERT_EQ(total_before + 2, mwt_counter("filtered"));
 	/* Control: the same watch does fire on a real unmap. */
 	ASSERT_EQ(0, munmap(p, 4 * P));
 	MWT_EXPECT_ONE_EVENT(&m, 1, p, p + 4 * P, MMUWATCH_REASON_UNMAP);

@@ -3,7 +3,8 @@
  * The event ring: overflow of a tiny ring (sticky flag, lost count, words
  * still exact, RESET_OVERFLOW), garbage written into the user-writable
  * header, read() blocking and non-blocking semantics, poll(), an fd closed
- * while another thread sleeps in poll(), and events of a process that
+ * while another thread sleeps in poll(), sleepers in read()/poll() woken
+ * when another reader finds a corrupt tail, and events of a process that
  * exited after passing its fd to another process (SCM_RIGHTS).
  */
 #include <fcntl.h>
@@ -437,6 +438,77 @@ TEST(close_while_polling_timeout)
 	EXPECT_EQ(ctx0, mwt_counter("contexts"));
 	/* The released context's watch is gone: munmap is harmless. */
 	ASSERT_EQ(0, munmap(mem, P));
+}
+
+/* Join th within secs seconds; nonzero if it is still running. */
+static int join_within(pthread_t th, int secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += secs;
+	return pthread_timedjoin_np(th, NULL, &ts);
+}
+
+/*
+ * The tail is user memory: the kernel learns it is corrupt only when a
+ * reader looks. That reader must wake the others sleeping in read() or
+ * poll() at once (EIO / EPOLLERR), not leave them until the next event.
+ * If the wakeup is missing, the sleeper outlives the join deadline and the
+ * test fails (the harness child then exits, taking the thread with it).
+ */
+TEST(corrupt_tail_wakes_sleepers)
+{
+	struct poller p = { .timeout_ms = 60000 };
+	struct mmuwatch_event ev;
+	struct reader rd = { 0 };
+	struct pollfd pfd;
+	uint64_t lost = 0;
+	pthread_t th;
+	struct mwt m;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+
+	/* A reader sleeps in read(); this thread corrupts the tail, polls. */
+	rd.fd = m.fd;
+	ASSERT_EQ(0, pthread_create(&th, NULL, reader_thread, &rd));
+	while (!rd.tid)
+		usleep(1000);
+	ASSERT_TRUE(wait_sleeping(rd.tid));
+	rd.armed = 1;
+	m.ring->tail = m.ring->head + 1000;
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	ASSERT_EQ(POLLERR, pfd.revents & POLLERR);
+	ASSERT_EQ(0, join_within(th, 10));
+	ASSERT_EQ(1, rd.armed_at_return);
+	ASSERT_EQ(-1, rd.ret);
+	ASSERT_EQ(EIO, rd.err);
+
+	/* Repaired, then a poller sleeps; this thread corrupts, reads. */
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	ASSERT_EQ(m.ring->head, m.ring->tail);
+	p.fd = m.fd;
+	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &p));
+	while (!p.tid)
+		usleep(1000);
+	ASSERT_TRUE(wait_sleeping(p.tid));
+	m.ring->tail = m.ring->head - 17;	/* more than entries behind */
+	set_nonblock(m.fd, true);
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, join_within(th, 10));
+	EXPECT_EQ(1, p.ret);
+	EXPECT_EQ(POLLERR, p.revents & POLLERR);
+	EXPECT_LT(p.secs, 30.0);
+
+	/* Repaired again: the ring works as before. */
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EAGAIN, errno);
+	mwt_close(&m);
 }
 
 static int send_fd(int sock, int fd, const void *data, size_t len)

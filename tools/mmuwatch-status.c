@@ -3,6 +3,10 @@
  * mmuwatch-status: print the module's global counters and parameters from
  * sysfs as a table, or as JSON with --json. Exit 0 ok, 1 unreadable or
  * malformed sysfs, 2 module not loaded, 64 usage.
+ *
+ * filtered is the sum of the filtered_* reasons (notifications that did not
+ * invalidate); repeat_ignored counts invalidations of watches that were
+ * already dead or going away (one-shot), which are not "filtered".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,8 +22,8 @@ static const char *const counters[] = {
 	"contexts", "watches_active", "watches_total", "unwatches",
 	"events_unmap", "events_clear", "events_release", "events_migrate",
 	"events_exclusive", "events_other",
-	"filtered_protection_vma", "filtered_protection_page",
-	"filtered_soft_dirty", "filtered_other",
+	"filtered", "filtered_protection_vma", "filtered_protection_page",
+	"filtered_soft_dirty", "repeat_ignored",
 	"overflows", "lost_events",
 };
 

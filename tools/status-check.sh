@@ -14,8 +14,8 @@ check() { if eval "$2"; then ok "$1"; else ko "$1"; fi; }
 
 COUNTERS="contexts watches_active watches_total unwatches events_unmap
 events_clear events_release events_migrate events_exclusive events_other
-filtered_protection_vma filtered_protection_page filtered_soft_dirty
-filtered_other overflows lost_events"
+filtered filtered_protection_vma filtered_protection_page filtered_soft_dirty
+repeat_ignored overflows lost_events"
 PARAMS="max_watches default_watches max_ring_entries default_ring_entries max_batch"
 
 mkfake() { # dir
@@ -42,7 +42,10 @@ mkfake "$T/sys"
 check "loaded table exits 0" '[ $rc = 0 ] && [ ! -s "$T/err" ]'
 check "table header" 'grep -q "^mmuwatch module 1.0, ABI 1$" "$T/out"'
 check "table contexts value" 'grep -Eq "^contexts +7$" "$T/out"'
-check "table filtered_soft_dirty value" 'grep -Eq "^filtered_soft_dirty +91$" "$T/out"'
+check "table filtered value" 'grep -Eq "^filtered +77$" "$T/out"'
+check "table filtered_soft_dirty value" 'grep -Eq "^filtered_soft_dirty +98$" "$T/out"'
+check "table repeat_ignored value" 'grep -Eq "^repeat_ignored +105$" "$T/out"'
+check "table has no filtered_other" '! grep -q "^filtered_other" "$T/out"'
 check "table u64 max" 'grep -Eq "^lost_events +18446744073709551615$" "$T/out"'
 check "table parameter" 'grep -Eq "^max_batch +5120$" "$T/out"'
 MMUWATCH_SYSFS="$T/sys" "$BIN" --json > "$T/json"; rc=$?
@@ -52,7 +55,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["loaded"] is True and d["abi"] == 1 and d["module"] == "1.0", d
 c = d["counters"]
-assert len(c) == 16 and c["contexts"] == 7 and c["watches_active"] == 14, c
+assert len(c) == 17 and c["contexts"] == 7 and c["watches_active"] == 14, c
+assert c["filtered"] == 77 and c["repeat_ignored"] == 105, c
+assert "filtered_other" not in c, c
 assert c["lost_events"] == 18446744073709551615, c
 assert d["parameters"]["max_watches"] == 1024, d
 PY'
@@ -67,6 +72,9 @@ check "negative counter exits 1" '[ $rc = 1 ]'
 cp -r "$T/sys" "$T/miss"; rm "$T/miss/module/mmuwatch/parameters/max_batch"
 "$BIN" --sysfs "$T/miss" > /dev/null 2> "$T/err"; rc=$?
 check "missing parameter exits 1" '[ $rc = 1 ] && grep -q max_batch "$T/err"'
+cp -r "$T/sys" "$T/missf"; rm "$T/missf/kernel/mmuwatch/filtered"
+"$BIN" --sysfs "$T/missf" > /dev/null 2> "$T/err"; rc=$?
+check "missing filtered counter exits 1" '[ $rc = 1 ] && grep -q filtered "$T/err"'
 cp -r "$T/sys" "$T/ver"; echo 'abi=1 module=1"x' > "$T/ver/kernel/mmuwatch/version"
 "$BIN" --json --sysfs "$T/ver" > /dev/null 2>&1; rc=$?
 check "bad version exits 1" '[ $rc = 1 ]'

@@ -12,9 +12,11 @@
 # Ratios printed at the end, among them:
 #   munmap_100k_watches_vs_none = munmap with 100k watches elsewhere /
 #                                 munmap with the module not loaded
-#   watch_batch_vs_single       = time per range with single WATCH ioctls /
-#                                 time per range in WATCH_BATCH of 256
-#                                 (> 1: batching is faster)
+#   watch_batch_vs_single       = time per range in WATCH_BATCH of 256 /
+#                                 time per range with single WATCH ioctls
+#                                 (first over second, like the munmap
+#                                 ratios; < 1: batching is cheaper)
+#   unwatch_batch_vs_single     = the same for UNWATCH_BATCH / UNWATCH
 set -eu
 B=$MW_TOP/build/bench/mw-kbench
 KO=${MW_KO:?}
@@ -51,6 +53,7 @@ none=$(med munmap_no_module)
 for n in 0 1 1k 100k; do
 	echo "RESULT munmap_${n}_watches_vs_none $(ratio "$(med munmap_${n}_watches)" "$none") x"
 done
-echo "RESULT watch_batch_vs_single $(ratio "$(med watch_single)" "$(med watch_batch)") x"
-echo "RESULT unwatch_batch_vs_single $(ratio "$(med unwatch_single)" "$(med unwatch_batch)") x"
+echo "# *_batch_vs_single = (time per range, batch) / (time per range, single): < 1 = batch cheaper"
+echo "RESULT watch_batch_vs_single $(ratio "$(med watch_batch)" "$(med watch_single)") x"
+echo "RESULT unwatch_batch_vs_single $(ratio "$(med unwatch_batch)" "$(med unwatch_single)") x"
 rm -f "$log"

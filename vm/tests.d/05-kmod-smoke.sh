@@ -38,6 +38,12 @@ t "status shows events_unmap > 0" awk '$1 == "events_unmap" && $2 > 0 { f = 1 } 
 "$STATUS" --json > /tmp/status.json; rc=$?
 t "mmuwatch-status --json" [ $rc = 0 ]
 t "json parses" python3 -c 'import json,sys; d=json.load(open("/tmp/status.json")); assert d["loaded"] and d["abi"] == 1' 
+# filtered = sum of the filtered_* reasons; repeat_ignored is apart from it.
+t "json filtered is the sum of the filtered_* reasons" python3 -c '
+import json; c = json.load(open("/tmp/status.json"))["counters"]
+assert "filtered_other" not in c and "repeat_ignored" in c, c
+assert c["filtered"] == sum(c[k] for k in ("filtered_protection_vma", "filtered_protection_page", "filtered_soft_dirty")), c
+assert c["filtered"] > 0, c'
 
 t "parameter out of range refused" bash -c "! echo 0 > $P/max_watches 2>/dev/null"
 t "parameter too large refused" bash -c "! echo 99999999 > $P/max_batch 2>/dev/null"
