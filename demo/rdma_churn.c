@@ -8,7 +8,9 @@
  * --events-off disables invalidation in the cache (test switch): the run
  * then shows the corruption the events prevent. Needs MW_RXE0/1 and
  * MW_RXE0/1_GID (vm/guest/rxe-up.sh --env). Exit 0 when no byte was
- * corrupt, 3 when some were.
+ * corrupt (and, with events on, both processes had cache hits and cache
+ * invalidations: the cache was really exercised), 3 when some byte was
+ * corrupt, 4 when events were on but hits or invalidations were 0.
  */
 #include <infiniband/verbs.h>
 #include <malloc.h>
@@ -24,6 +26,11 @@
 struct peer_info {
 	uint32_t qpn;
 	union ibv_gid gid;
+};
+
+/* What each process reports at the end. */
+struct report {
+	uint64_t corrupt, hits, invalidations;
 };
 
 struct msg {
@@ -210,7 +217,8 @@ int main(int argc, char **argv)
 	const char *dev[2] = { getenv("MW_RXE0"), getenv("MW_RXE1") };
 	const char *gid[2] = { getenv("MW_RXE0_GID"), getenv("MW_RXE1_GID") };
 	int sv[2], client, status;
-	unsigned long corrupt, other = 0;
+	struct report mine = { 0 }, other = { 0 };
+	struct mw_rcache_stats rst;
 	struct mw_stats st;
 	pid_t pid;
 
@@ -242,23 +250,47 @@ int main(int argc, char **argv)
 	if (mw_init())
 		die("mw_init");
 	setup(dev[client ? 0 : 1], atoi(gid[client ? 0 : 1]));
-	corrupt = run(client);
+	mine.corrupt = run(client);
 	mw_stats_get(&st);
+	if (mw_rcache_stats(rc, &rst))
+		die("mw_rcache_stats");
+	mine.hits = st.hits;
+	/* Regions the cache dropped because their memory changed. */
+	mine.invalidations = rst.invalidations;
 	printf("rdma_churn %s: source=%s events=%s iters=%d len=%zu hits=%llu "
-	       "misses=%llu invalidations=%llu corrupt_bytes=%lu\n",
+	       "misses=%llu invalidations=%llu (events: kernel=%llu hooks=%llu "
+	       "scan=%llu) corrupt_bytes=%llu\n",
 	       client ? "client" : "server", mw_source_name(mw_source()),
 	       events ? "on" : "off", iters, len, (unsigned long long)st.hits,
-	       (unsigned long long)st.misses,
-	       (unsigned long long)(st.inval_kernel + st.inval_hooks + st.inval_scan),
-	       corrupt);
+	       (unsigned long long)st.misses, (unsigned long long)mine.invalidations,
+	       (unsigned long long)st.inval_kernel, (unsigned long long)st.inval_hooks,
+	       (unsigned long long)st.inval_scan, (unsigned long long)mine.corrupt);
 	fflush(stdout);
 	if (!client) {
-		xfer(&corrupt, sizeof(corrupt), 1);
+		xfer(&mine, sizeof(mine), 1);
 		_exit(0);
 	}
 	xfer(&other, sizeof(other), 0);
 	waitpid(pid, &status, 0);
-	printf("rdma_churn total: events=%s corrupt_bytes=%lu\n", events ? "on" : "off",
-	       corrupt + other);
-	return corrupt + other ? 3 : 0;
+	uint64_t corrupt = mine.corrupt + other.corrupt;
+	uint64_t hits = mine.hits < other.hits ? mine.hits : other.hits;
+	uint64_t inv = mine.invalidations < other.invalidations ?
+		mine.invalidations : other.invalidations;
+
+	/* hits and invalidations: the smaller of the two processes. */
+	printf("rdma_churn total: events=%s corrupt_bytes=%llu hits=%llu "
+	       "invalidations=%llu\n", events ? "on" : "off",
+	       (unsigned long long)corrupt, (unsigned long long)hits,
+	       (unsigned long long)inv);
+	if (corrupt)
+		return 3;
+	/* A pass must come from a cache that was used and invalidated, not
+	 * from one that registered every time. */
+	if (events && (!hits || !inv)) {
+		printf("rdma_churn: events on but hits=%llu invalidations=%llu: "
+		       "the cache was not exercised\n", (unsigned long long)hits,
+		       (unsigned long long)inv);
+		return 4;
+	}
+	return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hooks/hooks.h"
+#include "uapi/mmuwatch.h"
 #include "libuser/internal.h"
 #include "rcache/internal.h"
 
@@ -152,9 +153,16 @@ static void atfork_child(void)
 	pthread_mutex_init(&mwu_core.lock, NULL);
 	mwu_stats_atfork_child();
 	mwu_helper_atfork_child();
-	if (mwu_core.source == MW_SOURCE_KERNEL)
-		mwu_kernel_atfork_child();
-	else if (mwu_core.source == MW_SOURCE_HOOKS)
+	mwu_callbacks_atfork_child();
+	if (mwu_core.source == MW_SOURCE_KERNEL && mwu_kernel_atfork_child()) {
+		/* Without a context no watch can be made: a kernel source
+		 * without device would fail every miss. Degrade to none:
+		 * no leave-pinned caching, but correct. */
+		use_none("fork child: cannot re-open " MMUWATCH_DEVICE
+			 "; no caching");
+		mwu_log(MWU_LOG_WARN, "fork child: cannot re-open %s: source none "
+			"(registrations not cached)", MMUWATCH_DEVICE);
+	} else if (mwu_core.source == MW_SOURCE_HOOKS)
 		mwu_soft_atfork_child();
 	mwu_sinks_atfork_child();
 }

@@ -65,7 +65,8 @@ MWU_HIDDEN extern const uint64_t mwu_dead_word;
 /* Kernel source. */
 MWU_HIDDEN int mwu_kernel_open(void);		/* 0 or MW_E* */
 MWU_HIDDEN void mwu_kernel_close(void);
-MWU_HIDDEN void mwu_kernel_atfork_child(void);
+/* fork child: re-open; MW_EDEVICE when the device cannot be re-opened. */
+MWU_HIDDEN int mwu_kernel_atfork_child(void);
 MWU_HIDDEN int mwu_kernel_watch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_drain(unsigned max);	/* core lock held */
@@ -83,6 +84,7 @@ MWU_HIDDEN void mwu_soft_release(uintptr_t start, uintptr_t end);
 /* Release callbacks (callbacks.c). */
 MWU_HIDDEN void mwu_release_deliver(uintptr_t start, uintptr_t end,
 				    enum mw_source src);
+MWU_HIDDEN void mwu_callbacks_atfork_child(void);
 
 /* ---- sinks: caches the helper thread and fork handling walk (sinks.c) ---- */
 struct mwu_sink {

@@ -143,12 +143,11 @@ void mwu_kernel_close(void)
 	K.fd = -1;
 }
 
-void mwu_kernel_atfork_child(void)
+int mwu_kernel_atfork_child(void)
 {
 	/* The inherited context belongs to the parent's mm (EBADFD here). */
 	mwu_kernel_close();
-	if (mwu_kernel_open())
-		mwu_log(MWU_LOG_WARN, "fork child: cannot re-open %s", MMUWATCH_DEVICE);
+	return mwu_kernel_open();
 }
 
 int mwu_kernel_fd(void)

@@ -233,4 +233,14 @@ void mwu_soft_atfork_child(void)
 	for (i = 0; i < S.hw; i++)
 		if (S.slots[i].w)
 			fire(i, MWU_ST_INVAL_SCAN);
+	/*
+	 * That purge covers every logged release, including entries whose
+	 * writer was another thread of the parent, caught between its
+	 * fetch-add of head and its store of seq: nobody will ever write
+	 * those in the child, and a drain would wait for them forever
+	 * (holding the core lock). Skip the whole log.
+	 */
+	__atomic_store_n(&mwu_fast.applied,
+			 __atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
 }

@@ -84,7 +84,8 @@ struct mwr_tlc {
 struct mwr_thr {
 	struct mwr_tlc tlc[MWR_TLC_SIZE];
 	struct mwr_hold hold[MWR_HOLD_SIZE];
-	struct mwr_thr *next;
+	struct mwr_thr *next;		/* under the thread-list lock */
+	int may_local;			/* local references possible */
 };
 MWU_HIDDEN extern __thread struct mwr_thr *mwr_thr
 	__attribute__((tls_model("initial-exec")));
@@ -101,9 +102,12 @@ static inline struct mwr_hold *mwr_hold_of(struct mwr_thr *t,
 {
 	return &t->hold[((uintptr_t)r >> 6) & (MWR_HOLD_SIZE - 1)];
 }
-/* Make every thread's holds visible (and flags seen by later re-reads). */
-MWU_HIDDEN void mwr_barrier(void);
-/* Would mwr_barrier() need the syscall (another thread has a hold table)? */
+/* Make every thread's holds visible (and flags seen by later re-reads).
+ * 0 when done (or not needed); -1 when membarrier failed: the other
+ * threads' hold tables cannot be trusted, treat the regions as busy. */
+MWU_HIDDEN int mwr_barrier(void);
+/* Would mwr_barrier() need the syscall (another thread may hold local
+ * references)? Lock-free: a count, never the thread list. */
 MWU_HIDDEN int mwr_barrier_needed(void);
 /* References on r: atomic + every thread's local ones - debt. Call after
  * mwr_barrier(), with the cache lock held. */

@@ -4,8 +4,11 @@
  * internal.h for the protocol). Threads register their state once; at
  * thread exit their local references become ordinary atomic references.
  */
+#include <errno.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,7 +17,14 @@
 __thread struct mwr_thr *mwr_thr __attribute__((tls_model("initial-exec")));
 int mwr_local_ok;
 static pthread_mutex_t thr_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mwr_thr *thr_list;
+static struct mwr_thr *thr_list;	/* under thr_lock only */
+/*
+ * Registered threads whose hold table may contain local references
+ * (t->may_local). Read without the lock by mwr_barrier_needed(): the list
+ * itself is never walked without thr_lock (an exiting thread frees its
+ * table, ~180 KB, i.e. munmap).
+ */
+static unsigned long nr_local;
 static pthread_key_t thr_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -48,6 +58,9 @@ static void thr_exit(void *p)
 			*pp = t->next;
 			break;
 		}
+	/* Its references are atomic now: no barrier needed for it. */
+	if (t->may_local)
+		__atomic_fetch_sub(&nr_local, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&thr_lock);
 	mwr_thr = NULL;
 	free(t);
@@ -79,7 +92,16 @@ struct mwr_thr *mwr_thr_get_slow(void)
 	pthread_mutex_lock(&thr_lock);
 	t->next = thr_list;
 	thr_list = t;
+	/* mwr_local_ok only ever goes 1 -> 0, under thr_lock: a thread that
+	 * registers after the switch never takes a local reference. */
+	t->may_local = __atomic_load_n(&mwr_local_ok, __ATOMIC_RELAXED);
+	if (t->may_local)
+		__atomic_fetch_add(&nr_local, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&thr_lock);
+	/* Dekker with mwr_barrier_needed(): a reclaimer that read nr_local
+	 * before our increment flagged its regions before that read, so our
+	 * state re-reads (all after this fence) see the flags. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	pthread_setspecific(thr_key, t);
 	mwr_thr = t;
 	return t;
@@ -87,24 +109,52 @@ struct mwr_thr *mwr_thr_get_slow(void)
 
 int mwr_barrier_needed(void)
 {
-	struct mwr_thr *l = __atomic_load_n(&thr_list, __ATOMIC_ACQUIRE);
+	const struct mwr_thr *self = mwr_thr;
+	unsigned long mine = self && self->may_local ? 1 : 0;
 
-	return mwr_local_ok && l && (l->next || l != mwr_thr);
+	/* Orders the caller's flag updates (state RMWs) before the count. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&nr_local, __ATOMIC_SEQ_CST) > mine;
 }
 
-void mwr_barrier(void)
+/* Stop taking local references (membarrier broke). Threads registered
+ * so far keep may_local: their tables may still hold references, so a
+ * reclaim keeps needing a barrier until they exit. */
+static void disable_local(void)
 {
-	struct mwr_thr *only;
-
-	if (!mwr_local_ok)
-		return;
-	/* No other thread has a hold table: nothing to fence. */
 	pthread_mutex_lock(&thr_lock);
-	only = thr_list && !thr_list->next ? thr_list : NULL;
+	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&thr_lock);
-	if (!thr_list || (only && only == mwr_thr))
-		return;
-	syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+int mwr_barrier(void)
+{
+	static int warned;
+	int tries, err = 0;
+
+	if (!mwr_barrier_needed())
+		return 0;
+	for (tries = 0; tries < 3; tries++) {
+		if (!syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+			return 0;
+		err = errno;
+		if (err != EINTR && err != ENOMEM && err != EAGAIN)
+			break;
+		sched_yield();
+	}
+	/*
+	 * No fence on the other threads: their hold tables cannot be trusted
+	 * (a reference may not be visible yet). The caller must treat the
+	 * regions as busy (they stay pinned zombies and are counted again
+	 * later). A permanent failure also stops new local references, so
+	 * that once the threads that had them exit, reclaims work again.
+	 */
+	if (err != EINTR && err != ENOMEM && err != EAGAIN)
+		disable_local();
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		mwu_log(MWU_LOG_WARN, "membarrier failed (%s): regions kept pinned "
+			"until references can be counted", strerror(err));
+	return -1;
 }
 
 long mwr_busy(const struct mwr_region *r)
@@ -139,6 +189,7 @@ void mwr_refs_atfork_child(void)
 	thr_list = keep;
 	if (keep)
 		keep->next = NULL;
+	nr_local = keep && keep->may_local ? 1 : 0;
 	/* membarrier registration does not survive fork: register again or
 	 * turn this thread's local references into atomic ones. */
 	if (mwr_local_ok &&
@@ -153,5 +204,8 @@ void mwr_refs_atfork_child(void)
 						   __ATOMIC_ACQ_REL);
 			h->refs = 0;
 		}
+		if (keep)
+			keep->may_local = 0;
+		nr_local = 0;
 	}
 }

@@ -10,8 +10,12 @@
  *               must be visible through the current virtual address.
  *   fuzz [--seed S] [--ops N] [--backend uring|verbs] [--rdma]
  *        [--no-invalidate] [--no-raw] [--no-fork] [--expect-mismatch]
+ *        [--expect-overflow]
  * --no-invalidate is the negative control: with --expect-mismatch the run
- * passes only if mismatches were seen. Exit 0 = pass.
+ * passes only if mismatches were seen. --expect-overflow (with a tiny event
+ * ring, MMUWATCH_RING=2) fails the run unless the event source overflowed
+ * and recovered at least once, so the recovery test cannot pass without
+ * exercising recovery. Exit 0 = pass.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -39,7 +43,7 @@ struct slot {
 static struct slot slots[NSLOT];
 static uint64_t seed;
 static struct mw_rcache *rc;
-static int opt_rdma, opt_noinv, opt_noraw, opt_nofork, opt_expect;
+static int opt_rdma, opt_noinv, opt_noraw, opt_nofork, opt_expect, opt_expect_ovf;
 static unsigned long n_ops = 100000;
 static unsigned long st_gets, st_mismatch_pages, st_mismatch_ops, st_rdma_bad,
 	st_kinds[16], st_fork_fail, st_brk,
@@ -47,6 +51,8 @@ static unsigned long st_gets, st_mismatch_pages, st_mismatch_ops, st_rdma_bad,
 static char *brk_base;
 
 /* ---- oracle two: RDMA over two Soft-RoCE devices ---- */
+#define ORACLE2_PAGES 16	/* pages stamped per get */
+#define STAMP 16		/* bytes per page */
 struct rdma {
 	struct ibv_context *ctx[2];
 	struct ibv_pd *pd[2];
@@ -120,7 +126,7 @@ static int rdma_setup(void)
 		R.cq[i] = ibv_create_cq(R.ctx[i], 16, NULL, NULL, 0);
 		struct ibv_qp_init_attr qa = { .send_cq = R.cq[i], .recv_cq = R.cq[i],
 			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			.cap = { .max_send_wr = ORACLE2_PAGES + 4, .max_recv_wr = 4,
 				 .max_send_sge = 1, .max_recv_sge = 1 } };
 		R.qp[i] = ibv_create_qp(R.pd[i], &qa);
 		if (!R.pd[i] || !R.cq[i] || !R.qp[i] ||
@@ -135,44 +141,66 @@ static int rdma_setup(void)
 	return R.src_mr ? 0 : -1;
 }
 
-/* Write a fresh pattern into [va, va+len) through r's rkey; count bytes
- * that do not show up at va. */
+/*
+ * Write a fresh 16-byte stamp into each of the first ORACLE2_PAGES pages of
+ * [va, va+len) through r's rkey (one chained RDMA WRITE per page, the last
+ * one signaled); count the stamp bytes that do not show up at va. A stale
+ * registration maps old frames page by page, so a stamp per page catches
+ * every stale page; a few bytes per page keep Soft-RoCE (software CRC, one
+ * packet per page) cheap enough for 100,000 operations per CI run.
+ */
 static unsigned long oracle_two(const struct mw_region *r, char *va, size_t len)
 {
 	static unsigned char stamp;
-	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_sge sge;
+	struct ibv_send_wr wr[ORACLE2_PAGES], *bad;
+	struct ibv_sge sge[ORACLE2_PAGES];
+	char *spot[ORACLE2_PAGES];
+	size_t slen[ORACLE2_PAGES];
 	struct ibv_wc wc;
 	unsigned long miss = 0;
-	size_t i, n = len > 16 * PAGE ? 16 * PAGE : len;
-	int polls = 0;
+	uintptr_t end = (uintptr_t)va + len, p;
+	int n = 0, polls = 0, i;
+	size_t j;
 
 	stamp = (unsigned char)(stamp + 1) | 1;
-	for (i = 0; i < n; i++)
-		R.src[i] = (char)(stamp ^ (unsigned char)i);
-	memset(va, 0, n);
-	sge.addr = (uintptr_t)R.src;
-	sge.length = (uint32_t)n;
-	sge.lkey = R.src_mr->lkey;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)va;
-	wr.wr.rdma.rkey = r->rkey;
-	if (ibv_post_send(R.qp[0], &wr, &bad))
-		return n;
+	/* The range's first byte, then the start of each later page. */
+	for (p = (uintptr_t)va; p < end && n < ORACLE2_PAGES;
+	     p = (p & ~(PAGE - 1)) + PAGE, n++) {
+		spot[n] = (char *)p;
+		slen[n] = end - p < STAMP ? end - p : STAMP;
+	}
+	for (i = 0; i < n; i++) {
+		char *src = R.src + (size_t)i * STAMP;
+
+		for (j = 0; j < slen[i]; j++)
+			src[j] = (char)(stamp ^ (unsigned char)(i * STAMP + (int)j));
+		memset(spot[i], 0, slen[i]);
+		sge[i] = (struct ibv_sge){ (uintptr_t)src, (uint32_t)slen[i],
+					   R.src_mr->lkey };
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)spot[i];
+		wr[i].wr.rdma.rkey = r->rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		wr[i].send_flags = i + 1 < n ? 0 : IBV_SEND_SIGNALED;
+	}
+	if (ibv_post_send(R.qp[0], wr, &bad))
+		return len;
 	while (ibv_poll_cq(R.cq[0], 1, &wc) == 0)
 		if (++polls > 100000000)
-			return n;
+			return len;
 	if (wc.status != IBV_WC_SUCCESS) {
 		fprintf(stderr, "fuzz: RDMA WRITE status %s\n",
 			ibv_wc_status_str(wc.status));
 		exit(2);	/* QP in error: the oracle cannot continue */
 	}
 	for (i = 0; i < n; i++)
-		if ((unsigned char)va[i] != (unsigned char)(stamp ^ (unsigned char)i))
-			miss++;
+		for (j = 0; j < slen[i]; j++)
+			if ((unsigned char)spot[i][j] !=
+			    (unsigned char)(stamp ^ (unsigned char)(i * STAMP + (int)j)))
+				miss++;
 	return miss;
 }
 
@@ -438,6 +466,8 @@ int main(int argc, char **argv)
 			opt_nofork = 1;
 		else if (!strcmp(argv[i], "--expect-mismatch"))
 			opt_expect = 1;
+		else if (!strcmp(argv[i], "--expect-overflow"))
+			opt_expect_ovf = 1;
 		else {
 			fprintf(stderr, "usage: see the comment in fuzz.c\n");
 			return 2;
@@ -588,6 +618,11 @@ int main(int argc, char **argv)
 		    (unsigned long long)g.hits, st_mismatch_ops,
 		    (unsigned long long)seed0);
 	}
+	if (opt_expect_ovf)
+		tap(g.overflows > 0 && g.inval_scan > 0,
+		    "event source overflowed and recovered: %llu overflows, "
+		    "%llu invalidations found by word scan",
+		    (unsigned long long)g.overflows, (unsigned long long)g.inval_scan);
 	mw_reg_ops_destroy(&rec.inner);
 	return tap_fail;
 }

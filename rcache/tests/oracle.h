@@ -32,6 +32,24 @@ static inline uint64_t pfn_of(uintptr_t va)
 	return e & ((1ULL << 55) - 1);
 }
 
+/* PFNs of the n pages from va (page aligned) into pf, one pread: 0 for
+ * pages not present. */
+static inline void pfns_of(uintptr_t va, size_t n, uint64_t *pf)
+{
+	ssize_t got;
+	size_t i;
+
+	if (pagemap_fd < 0)
+		pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	got = pread(pagemap_fd, pf, n * 8, (off_t)(va / PAGE * 8));
+	for (i = 0; i < n; i++) {
+		if (got < 0 || (size_t)got < (i + 1) * 8 || !(pf[i] >> 63))
+			pf[i] = 0;
+		else
+			pf[i] &= (1ULL << 55) - 1;
+	}
+}
+
 /* Do we see real PFNs? (root and a kernel that shows them) */
 static inline int pfns_visible(void)
 {
@@ -51,7 +69,7 @@ struct rec_ctx {
 static inline int rec_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 {
 	struct rec_ctx *c = ctx;
-	size_t n = len / PAGE, i;
+	size_t n = len / PAGE;
 	uint64_t *pf;
 	int ret = c->inner.reg(c->inner.ctx, addr, len, r);
 
@@ -64,8 +82,7 @@ static inline int rec_reg(void *ctx, void *addr, size_t len, struct mw_region *r
 		c->inner.dereg(c->inner.ctx, r);
 		return MW_ENOMEM;
 	}
-	for (i = 0; i < n; i++)
-		pf[i] = pfn_of((uintptr_t)addr + i * PAGE);
+	pfns_of((uintptr_t)addr, n, pf);
 	r->user[0] = (uintptr_t)pf;
 	r->user[1] = n;
 	c->regs++;
@@ -99,13 +116,20 @@ static inline unsigned long oracle_one(const struct mw_region *r, uintptr_t va,
 				       size_t len)
 {
 	const uint64_t *pf = (const uint64_t *)(uintptr_t)r->user[0];
-	uintptr_t p, base = (uintptr_t)r->addr;
+	uintptr_t p, base = (uintptr_t)r->addr, first = va & ~(PAGE - 1);
 	unsigned long bad = 0;
+	uint64_t now[64];
 
-	for (p = va & ~(PAGE - 1); p < va + len; p += PAGE) {
-		size_t i = (p - base) / PAGE;
+	/* The current frames, read in batches of 64 pages. */
+	for (p = first; p < va + len; p += PAGE) {
+		size_t i = (p - base) / PAGE, k = (p - first) / PAGE % 64;
 
-		if (i >= r->user[1] || pf[i] != pfn_of(p))
+		if (!k) {
+			size_t left = (va + len - p + PAGE - 1) / PAGE;
+
+			pfns_of(p, left < 64 ? left : 64, now);
+		}
+		if (i >= r->user[1] || pf[i] != now[k])
 			bad++;
 	}
 	return bad;

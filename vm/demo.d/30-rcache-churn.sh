@@ -18,13 +18,23 @@ export MMUWATCH_SOURCE=kernel
 # once an RDMA device exists) would keep the memory and hide the churn.
 export MMUWATCH_HOOKS_DISABLE=1
 echo "== rdma_churn, kernel events on ($ITERS iterations, buffers freed and reallocated each time)"
-"$D" --iters "$ITERS"; on=$?
+out=$("$D" --iters "$ITERS"); on=$?
+printf '%s\n' "$out"
+# The total line: hits and invalidations are the smaller of the two sides.
+tot=$(printf '%s\n' "$out" | grep '^rdma_churn total:')
+num() { printf '%s\n' "$tot" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+hits=$(num hits) inv=$(num invalidations) bad=$(num corrupt_bytes)
 echo "== rdma_churn, invalidation off (what a cache without events does)"
 "$D" --iters "$ITERS" --events-off; off=$?
 echo "== mmuwatch module status"
 "$TOP/build/bin/mmuwatch-status" 2>/dev/null | head -20
 fail=0
-[ $on = 0 ] && echo "PASS: events on: no corrupt byte" || { echo "FAIL: events on: exit $on"; fail=1; }
+if [ $on = 0 ] && [ "${bad:-x}" = 0 ] && [ "${hits:-0}" -gt 0 ] && [ "${inv:-0}" -gt 0 ]; then
+	echo "PASS: events on: 0 corrupt bytes, $hits cache hits, $inv invalidations"
+else
+	echo "FAIL: events on: exit $on, corrupt_bytes=${bad:-?} hits=${hits:-?} invalidations=${inv:-?} (want 0, >0, >0)"
+	fail=1
+fi
 [ $off = 3 ] && echo "PASS: events off: corruption shown (prevented above)" ||
 	{ echo "FAIL: events off: expected corruption, exit $off"; fail=1; }
 exit $fail

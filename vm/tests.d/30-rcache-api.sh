@@ -4,6 +4,11 @@
 # error codes; 3 threads get/put (handing regions between threads) while
 # another unmaps: no stale hit (pagemap frames), no error, every
 # registration released; and the negative control of the threaded check.
+# Then the cache features (LRU by count and bytes, RLIMIT_MEMLOCK, flush,
+# idle drain by the helper thread and its negative control, threads exiting
+# during reclaims) and the library core (init from a constructor and from 8
+# threads, MMUWATCH_STATS, MMUWATCH_LOG, release callbacks from the ring,
+# fork during callback changes, fork without a device: degrade to none).
 set -u
 TOP=${MW_TOP:?}
 T=$TOP/build/tests/rcache
@@ -16,13 +21,17 @@ run() { # name expected-rc cmd...
 	echo "# $name: $*"
 	"$@" > "$MW_OUT/rcache-api-$n.txt" 2>&1
 	local rc=$?
-	grep -v '^ok \|^TAP\|^1\.\.' "$MW_OUT/rcache-api-$n.txt" | sed 's/^/#   /' | tail -12
+	grep -v '^ok \|^TAP\|^1\.\.\|\[ok\]\|^#   ok ' "$MW_OUT/rcache-api-$n.txt" | sed 's/^/#   /' | tail -15
 	if [ $rc = "$want" ]; then echo "ok $n - $name"; else
 		echo "not ok $n - $name (exit $rc)"; fail=1; fi
 }
+L=$TOP/build/tests/libuser
 echo "TAP version 13"
-echo "1..3"
 run "rcache.badinput.kernel" 0 $T/badinput
 run "rcache.threads.kernel" 0 $T/threads --threads 3
 run "rcache.threads.negative_control.kernel" 0 $T/threads --seconds 2 --no-invalidate --expect-mismatch
+run "rcache.features.kernel" 0 $T/features
+run "libuser.core.kernel" 0 $L/core
+run "libuser.core_static.kernel" 0 $L/core_static init_ctor init_threads
+echo "1..$n"
 exit $fail

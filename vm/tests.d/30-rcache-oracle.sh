@@ -3,7 +3,8 @@
 # Guest: registration-cache oracle one with the kernel event source.
 #  1. oracle one (pagemap frames of every hit), io_uring fixed buffers
 #     (pinned pages), MW_FUZZ_OPS (default 100000) random operations
-#  2. same with a 2-entry event ring: overflow recovery by word scan
+#  2. same with a 2-entry event ring: overflow recovery by word scan (the
+#     run fails unless overflows and word-scan invalidations happened)
 #  3. negative control: invalidation off must show stale hits
 # The seed is printed; replay with MW_FUZZ_SEED=<seed>. Exit 0 = passed.
 # MW_TIMEOUT=900
@@ -31,7 +32,8 @@ echo "1..3"
 run "rcache.oracle_one.kernel.uring seed=$SEED ops=$OPS" 0 \
 	$T/fuzz --seed $SEED --ops $OPS --backend uring
 run "rcache.oracle_one.kernel.ring_overflow seed=$SEED" 0 \
-	env MMUWATCH_RING=2 $T/fuzz --seed $SEED --ops $((OPS / 5)) --backend uring
+	env MMUWATCH_RING=2 $T/fuzz --seed $SEED --ops $((OPS / 5)) --backend uring \
+	--expect-overflow
 run "rcache.oracle_one.negative_control seed=$SEED" 0 \
 	$T/fuzz --seed $SEED --ops $((OPS / 5)) --backend uring --no-invalidate --expect-mismatch
 exit $fail

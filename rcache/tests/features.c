@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Cache behaviour the oracles do not look at, with a caller-supplied
+ * counting backend (no pinning): LRU eviction by max_regions and by
+ * max_bytes, RLIMIT_MEMLOCK, mw_rcache_flush, the idle drain by the helper
+ * thread (and its negative control with MMUWATCH_HELPER=0), and threads
+ * exiting while another thread reclaims. Each subtest runs in a fresh
+ * process (see subtest.h); the ones that need caching skip with the none
+ * source.   features [SUBTEST...]
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include "mmuwatch/mmuwatch.h"
+#include "subtest.h"
+
+#define PAGE 4096UL
+
+/* ---- the counting backend ---- */
+static struct {
+	long regs, deregs, live, max_live;
+	long bytes, max_bytes;		/* registered now / at most */
+} C;
+
+static void raise_max(long *m, long v)
+{
+	long cur = __atomic_load_n(m, __ATOMIC_RELAXED);
+
+	while (v > cur && !__atomic_compare_exchange_n(m, &cur, v, 0,
+						       __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
+{
+	(void)ctx; (void)addr; (void)r;
+	__atomic_fetch_add(&C.regs, 1, __ATOMIC_RELAXED);
+	raise_max(&C.max_live, __atomic_add_fetch(&C.live, 1, __ATOMIC_RELAXED));
+	raise_max(&C.max_bytes, __atomic_add_fetch(&C.bytes, (long)len,
+						   __ATOMIC_RELAXED));
+	return 0;
+}
+
+static void c_dereg(void *ctx, struct mw_region *r)
+{
+	(void)ctx;
+	__atomic_fetch_add(&C.deregs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&C.live, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&C.bytes, (long)r->len, __ATOMIC_RELAXED);
+}
+
+static const struct mw_reg_ops c_ops = {
+	.reg = c_reg, .dereg = c_dereg, .flags = MW_OPS_F_FORK_SAFE,
+};
+
+static struct mw_rcache *mk(size_t max_regions, size_t max_bytes)
+{
+	struct mw_rcache_params p = {
+		.ops = &c_ops, .max_regions = max_regions, .max_bytes = max_bytes,
+	};
+	struct mw_rcache *rc = NULL;
+	int ret = mw_rcache_create(&p, &rc);
+
+	CHECK(ret == 0, "mw_rcache_create: %s", mw_strerror(ret));
+	if (ret)
+		exit(1);
+	return rc;
+}
+
+static char *pages(size_t n)
+{
+	char *p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		exit(2);
+	memset(p, 1, n * PAGE);
+	return p;
+}
+
+static struct mw_rcache_stats rstats(struct mw_rcache *rc)
+{
+	struct mw_rcache_stats st;
+
+	mw_rcache_stats(rc, &st);
+	return st;
+}
+
+/* 1 when the active source caches (kernel or hooks). */
+static int caching(void)
+{
+	int ret = mw_init();
+
+	if (ret) {
+		printf("# mw_init: %s\n", mw_strerror(ret));
+		exit(1);
+	}
+	printf("# source=%s (%s)\n", mw_source_name(mw_source()), mw_source_reason());
+	return mw_source() != MW_SOURCE_NONE;
+}
+
+static int getput(struct mw_rcache *rc, const void *a, size_t len)
+{
+	struct mw_region *r;
+	int ret = mw_rcache_get(rc, a, len, 0, &r);
+
+	if (!ret)
+		ret = mw_rcache_put(rc, r);
+	return ret;
+}
+
+/* ---- LRU bounded by count ---- */
+static int t_lru_count(void)
+{
+	struct mw_rcache *rc;
+	struct mw_rcache_stats st;
+	char *buf;
+	int errs = 0, i, ret;
+	uint64_t misses;
+
+	if (!caching())
+		SKIP("source none: nothing is cached");
+	rc = mk(4, 0);
+	buf = pages(16);
+	for (i = 0; i < 16; i++)
+		errs += getput(rc, buf + i * PAGE, PAGE) != 0;
+	st = rstats(rc);
+	CHECK(!errs, "16 get/put of distinct pages: %d errors", errs);
+	CHECK(st.evictions == 12, "max_regions=4, 16 regions: %llu evictions (want 12)",
+	      (unsigned long long)st.evictions);
+	CHECK(st.regions == 4 && C.live == 4,
+	      "4 regions kept: cache %llu, backend %ld registered",
+	      (unsigned long long)st.regions, C.live);
+	CHECK(C.max_live <= 4, "never more than 4 registered at once (max %ld)",
+	      C.max_live);
+	misses = st.misses;
+	errs = getput(rc, buf + 15 * PAGE, PAGE);
+	st = rstats(rc);
+	CHECK(!errs && st.misses == misses, "the newest region is still cached (hit)");
+	errs = getput(rc, buf, PAGE);
+	st = rstats(rc);
+	CHECK(!errs && st.misses == misses + 1, "the oldest was evicted (miss)");
+	ret = mw_rcache_destroy(rc);
+	CHECK(ret == 0 && C.live == 0 && C.regs == C.deregs,
+	      "destroy deregisters all (%ld regs, %ld deregs)", C.regs, C.deregs);
+	return 0;
+}
+
+/* ---- LRU bounded by bytes ---- */
+static int t_lru_bytes(void)
+{
+	struct mw_region *held[4];
+	struct mw_rcache *rc;
+	struct mw_rcache_stats st;
+	char *buf;
+	int errs = 0, over = 0, i, ret;
+
+	if (!caching())
+		SKIP("source none: nothing is cached");
+	rc = mk(0, 4 * PAGE);
+	st = rstats(rc);
+	CHECK(st.max_bytes == 4 * PAGE, "max_bytes in force: %llu",
+	      (unsigned long long)st.max_bytes);
+	buf = pages(16);
+	for (i = 0; i < 16; i++) {
+		errs += getput(rc, buf + i * PAGE, PAGE) != 0;
+		st = rstats(rc);
+		over += st.bytes > 4 * PAGE;
+	}
+	CHECK(!errs, "16 get/put of distinct pages: %d errors", errs);
+	CHECK(st.evictions == 12, "max_bytes=4 pages: %llu evictions (want 12)",
+	      (unsigned long long)st.evictions);
+	CHECK(!over && C.max_bytes <= (long)(4 * PAGE),
+	      "bytes bound respected: cache over it %d times, backend max %ld",
+	      over, C.max_bytes);
+	ret = getput(rc, buf, 5 * PAGE);
+	CHECK(ret == MW_ELIMIT, "a 5-page get over a 4-page bound: %s", mw_strerror(ret));
+	for (i = 0; i < 4; i++)
+		errs += mw_rcache_get(rc, buf + i * PAGE, PAGE, 0, &held[i]) != 0;
+	ret = getput(rc, buf + 10 * PAGE, PAGE);
+	CHECK(!errs && ret == MW_ELIMIT,
+	      "4 pages busy, one more page: %s (want MW_ELIMIT)", mw_strerror(ret));
+	for (i = 0; i < 4; i++)
+		mw_rcache_put(rc, held[i]);
+	ret = getput(rc, buf + 10 * PAGE, PAGE);
+	CHECK(ret == 0, "after the puts the page fits again (idle ones evicted): %s",
+	      mw_strerror(ret));
+	CHECK(mw_rcache_destroy(rc) == 0 && C.live == 0, "destroy deregisters all");
+	return 0;
+}
+
+/* ---- RLIMIT_MEMLOCK (every source: the none source registers too) ---- */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	if (!(d[0].effective & (1U << CAP_IPC_LOCK)))
+		return 0;
+	d[0].effective &= ~(1U << CAP_IPC_LOCK);
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+static int t_memlock(void)
+{
+	struct mw_region *held[7];
+	struct mw_rcache *rc, *rc2;
+	struct mw_rcache_stats st;
+	struct rlimit rl, old;
+	char *buf;
+	int errs = 0, i, ret, cache = caching();
+
+	if (drop_ipc_lock())
+		SKIP("cannot drop CAP_IPC_LOCK (which lifts the limit)");
+	getrlimit(RLIMIT_MEMLOCK, &old);
+	if (old.rlim_max != RLIM_INFINITY && old.rlim_max < 6 * PAGE)
+		SKIP("hard RLIMIT_MEMLOCK below 6 pages");
+	rl = old;
+	rl.rlim_cur = 6 * PAGE;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		SKIP("setrlimit: %s", strerror(errno));
+	rc = mk(0, 0);
+	rc2 = mk(0, 100 * PAGE);
+	st = rstats(rc);
+	CHECK(st.max_bytes == 6 * PAGE, "RLIMIT_MEMLOCK=6 pages, max_bytes=0: "
+	      "limit in force %llu", (unsigned long long)st.max_bytes);
+	st = rstats(rc2);
+	CHECK(st.max_bytes == 6 * PAGE, "max_bytes=100 pages is capped by the rlimit: %llu",
+	      (unsigned long long)st.max_bytes);
+	buf = pages(32);
+	for (i = 0; i < 6; i++)
+		errs += mw_rcache_get(rc, buf + i * PAGE, PAGE, 0, &held[i]) != 0;
+	CHECK(!errs, "6 busy one-page regions fit");
+	ret = mw_rcache_get(rc, buf + 6 * PAGE, PAGE, 0, &held[6]);
+	CHECK(ret == MW_ELIMIT, "a 7th busy page: %s (want MW_ELIMIT)", mw_strerror(ret));
+	CHECK(C.max_bytes <= (long)(6 * PAGE), "backend never held more than 6 pages "
+	      "(max %ld bytes)", C.max_bytes);
+	for (i = 0; i < 6; i++)
+		mw_rcache_put(rc, held[i]);
+	for (i = 8; i < 32; i++)
+		errs += getput(rc, buf + i * PAGE, PAGE) != 0;
+	st = rstats(rc);
+	CHECK(!errs && C.max_bytes <= (long)(6 * PAGE),
+	      "24 more get/put: %d errors, backend max %ld bytes, %llu evictions",
+	      errs, C.max_bytes, (unsigned long long)st.evictions);
+	if (cache)
+		CHECK(st.evictions >= 18, "idle regions evicted to stay under the "
+		      "limit (%llu)", (unsigned long long)st.evictions);
+	ret = getput(rc, buf, 7 * PAGE);
+	CHECK(ret == MW_ELIMIT, "one 7-page get: %s (want MW_ELIMIT)", mw_strerror(ret));
+	mw_rcache_destroy(rc2);
+	CHECK(mw_rcache_destroy(rc) == 0 && C.live == 0, "destroy deregisters all");
+	/* The limit is read at create: a raised one shows in a new cache. */
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	rc = mk(0, 0);
+	st = rstats(rc);
+	CHECK(st.max_bytes > 6 * PAGE, "limit raised to the hard limit: in force %llu",
+	      (unsigned long long)st.max_bytes);
+	mw_rcache_destroy(rc);
+	return 0;
+}
+
+/* ---- flush ---- */
+static int t_flush(void)
+{
+	struct mw_rcache *rc;
+	struct mw_rcache_stats st;
+	struct mw_region *busy;
+	uint64_t misses;
+	char *buf;
+	int errs = 0, i, ret;
+
+	if (!caching())
+		SKIP("source none: nothing is cached");
+	rc = mk(0, 0);
+	buf = pages(8);
+	for (i = 0; i < 5; i++)
+		errs += getput(rc, buf + i * PAGE, PAGE) != 0;
+	errs += mw_rcache_get(rc, buf + 6 * PAGE, PAGE, 0, &busy) != 0;
+	st = rstats(rc);
+	CHECK(!errs && st.regions == 6 && C.live == 6, "6 regions cached (5 idle, 1 busy)");
+	ret = mw_rcache_flush(rc);
+	st = rstats(rc);
+	CHECK(ret == 0, "flush: %s", mw_strerror(ret));
+	CHECK(st.regions == 0, "no region cached after flush (%llu)",
+	      (unsigned long long)st.regions);
+	CHECK(C.live == 1 && C.deregs == 5, "the 5 idle ones deregistered, the busy "
+	      "one kept (backend: %ld live, %ld deregs)", C.live, C.deregs);
+	CHECK(st.bytes == PAGE && st.busy_regions == 1,
+	      "the busy one still counted: %llu bytes, %llu busy",
+	      (unsigned long long)st.bytes, (unsigned long long)st.busy_regions);
+	mw_rcache_put(rc, busy);
+	st = rstats(rc);
+	CHECK(C.live == 0 && st.bytes == 0 && st.busy_regions == 0,
+	      "its put deregisters it (backend %ld live, cache %llu bytes)",
+	      C.live, (unsigned long long)st.bytes);
+	misses = st.misses;
+	errs = getput(rc, buf, PAGE);
+	st = rstats(rc);
+	CHECK(!errs && st.misses == misses + 1, "a flushed range misses again");
+	CHECK(mw_rcache_destroy(rc) == 0 && C.live == 0, "destroy deregisters all");
+	return 0;
+}
+
+/* ---- idle drain: no library call after the invalidation ---- */
+static int idle(int helper)
+{
+	struct mw_rcache *rc;
+	struct mw_stats g;
+	char *buf;
+	double t0, t;
+	int ret;
+
+	if (!caching())
+		SKIP("source none: nothing is cached");
+	rc = mk(0, 0);
+	buf = pages(8);
+	ret = getput(rc, buf, 8 * PAGE);
+	mw_stats_get(&g);
+	CHECK(!ret && g.bytes_pinned == 8 * PAGE, "8 pages cached idle: %llu bytes pinned",
+	      (unsigned long long)g.bytes_pinned);
+	munmap(buf, 8 * PAGE);
+	/* From here only mw_stats_get(), which reads counters and does no
+	 * event or deregistration work. */
+	t0 = sub_now();
+	do {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		mw_stats_get(&g);
+		t = sub_now() - t0;
+	} while (g.bytes_pinned && t < (helper ? 5.0 : 1.0));
+	if (helper) {
+		CHECK(g.bytes_pinned == 0 && C.live == 0,
+		      "unmapped idle region deregistered without library calls "
+		      "after %.0f ms (bytes pinned %llu, bound 5000 ms)", t * 1e3,
+		      (unsigned long long)g.bytes_pinned);
+	} else {
+		CHECK(g.bytes_pinned == 8 * PAGE && C.live == 1,
+		      "negative control, MMUWATCH_HELPER=0: still pinned after "
+		      "%.0f ms (%llu bytes)", t * 1e3, (unsigned long long)g.bytes_pinned);
+		ret = mw_events_progress(0);
+		mw_stats_get(&g);
+		CHECK(ret >= 0 && g.bytes_pinned == 0 && C.live == 0,
+		      "... and released by the next library call (mw_events_progress)");
+	}
+	CHECK(mw_rcache_destroy(rc) == 0, "destroy");
+	return 0;
+}
+
+static int t_idle_drain(void) { return idle(1); }
+static int t_idle_nohelper(void) { return idle(0); }
+
+/* ---- threads exit while another thread reclaims ---- */
+static struct mw_rcache *race_rc;
+static char *race_buf;
+static volatile int race_stop;
+static unsigned long race_threads, race_errs;
+
+static void *short_lived(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+
+	/* A hit path call registers this thread's hold table; exiting
+	 * frees it (a ~180 KB block: munmap). */
+	for (int k = 0; k < 4; k++)
+		if (getput(race_rc, race_buf + ((i + (uintptr_t)k) % 16) * PAGE, PAGE))
+			__atomic_fetch_add(&race_errs, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *spawner(void *arg)
+{
+	(void)arg;
+	while (!race_stop) {
+		pthread_t t[4];
+		int i;
+
+		for (i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, short_lived,
+					   (void *)(uintptr_t)(race_threads + (unsigned long)i)))
+				break;
+		while (i--)
+			pthread_join(t[i], NULL);
+		race_threads += 4;
+	}
+	return NULL;
+}
+
+static int t_thread_exit_race(void)
+{
+	unsigned long iters = 0, errs = 0;
+	pthread_t sp;
+	double t0;
+
+	if (!caching())
+		SKIP("source none: nothing is cached");
+	race_rc = mk(64, 0);
+	race_buf = pages(16);
+	pthread_create(&sp, NULL, spawner, NULL);
+	/* Invalidate and reclaim all the time: every iteration's region is
+	 * unmapped, and the next miss processes it (batch reclaim: is a
+	 * barrier needed? counts other threads' hold tables). */
+	t0 = sub_now();
+	while (sub_now() - t0 < 1.5) {
+		char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		p[0] = 1;
+		errs += getput(race_rc, p, PAGE) != 0;
+		munmap(p, PAGE);
+		if (++iters % 64 == 0)
+			errs += mw_rcache_flush(race_rc) != 0;
+	}
+	race_stop = 1;
+	pthread_join(sp, NULL);
+	CHECK(!errs && !race_errs, "%lu reclaim iterations, %lu short-lived threads, "
+	      "%lu + %lu errors", iters, race_threads, errs, race_errs);
+	CHECK(iters > 100 && race_threads > 20, "both sides ran");
+	mw_rcache_flush(race_rc);
+	errs = (unsigned long)mw_rcache_destroy(race_rc);
+	CHECK(errs == 0 && C.live == 0,
+	      "destroy: every registration released (%ld live)", C.live);
+	return 0;
+}
+
+static const struct subtest tests[] = {
+	{ "lru_count", t_lru_count, { NULL } },
+	{ "lru_bytes", t_lru_bytes, { NULL } },
+	{ "memlock", t_memlock, { NULL } },
+	{ "flush", t_flush, { NULL } },
+	{ "idle_drain", t_idle_drain, { "MMUWATCH_HELPER=", NULL } },
+	{ "idle_drain_negative_control", t_idle_nohelper,
+	  { "MMUWATCH_HELPER=0", NULL } },
+	{ "thread_exit_race", t_thread_exit_race, { NULL } },
+};
+
+int main(int argc, char **argv)
+{
+	return sub_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
