@@ -123,8 +123,13 @@ MW_API void mw_stats_print(void *file /* FILE *, NULL = stderr */);
 
 /* ---- watch --------------------------------------------------------------- */
 struct mw_watch;
-/* Called once when the watch is found invalid, from the thread that drains
- * events, with library locks held: it must not call mw_watch_*(). */
+/* Called at most once when the watch is found invalid, with library locks
+ * held: it must not call mw_watch_*(). It runs in whichever thread drains
+ * events: the helper thread, a caller of mw_events_progress() or of the
+ * cache, and also inside mw_watch_add*() of another watch (a fired watch
+ * whose event was not read yet is told before its slot is reused), and in
+ * a fork child's handler with the hooks source. In a fork child with the
+ * kernel source, inherited watches simply read invalid (no callback). */
 typedef void (*mw_invalid_cb)(struct mw_watch *w, void *arg);
 
 /* Caller-owned; treat as opaque. Valid while words[slot] == token. */
