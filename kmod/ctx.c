@@ -191,6 +191,8 @@ void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info)
 	info->abi_version = MMUWATCH_ABI_VERSION;
 	info->features = MMUWATCH_FEAT_BATCH | MMUWATCH_FEAT_RING |
 			 MMUWATCH_FEAT_FDINFO;
+	if (READ_ONCE(mw_max_persistent))
+		info->features |= MMUWATCH_FEAT_PERSISTENT;
 	info->max_watches = ready ? ctx->nr_words : READ_ONCE(mw_max_watches);
 	info->max_ring_entries = mw_ring_cap();
 	info->max_batch = READ_ONCE(mw_max_batch);

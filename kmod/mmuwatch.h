@@ -50,6 +50,7 @@ struct mw_watch {
 	u64 token;
 	u32 slot;
 	enum mw_state state;
+	bool persistent;		/* MMUWATCH_WATCH_F_PERSISTENT */
 };
 
 /* Shared memory object: accounted order-0 pages, vmap'ed for the kernel. */
@@ -83,6 +84,7 @@ struct mw_ctx {
 
 	/* Under lock. */
 	u32 nr_free;
+	u32 nr_persistent;		/* persistent watches holding a slot */
 	u32 head;			/* kernel copy of the producer index */
 	u32 rflags;			/* kernel copy of ring flags */
 	u64 lost;			/* kernel copy of ring lost */
@@ -145,6 +147,7 @@ extern unsigned int mw_default_watches;
 extern unsigned int mw_max_ring_entries;
 extern unsigned int mw_default_ring_entries;
 extern unsigned int mw_max_batch;
+extern unsigned int mw_max_persistent;
 
 /* ctx.c */
 struct mw_ctx *mw_ctx_create(void);

@@ -12,12 +12,14 @@
 #define MW_WATCHES_CEIL		BIT(22)
 #define MW_RING_CEIL		BIT(22)
 #define MW_BATCH_CEIL		BIT(16)
+#define MW_PERSISTENT_CEIL	64
 
 unsigned int mw_max_watches = 1U << 20;
 unsigned int mw_default_watches = 1U << 14;
 unsigned int mw_max_ring_entries = 1U << 20;
 unsigned int mw_default_ring_entries = 1U << 12;
 unsigned int mw_max_batch = 1U << 12;
+unsigned int mw_max_persistent = 4;
 
 static const struct {
 	unsigned int *var;
@@ -29,6 +31,7 @@ static const struct {
 	{ &mw_max_ring_entries, 1, MW_RING_CEIL },
 	{ &mw_default_ring_entries, 1, MW_RING_CEIL },
 	{ &mw_max_batch, 1, MW_BATCH_CEIL },
+	{ &mw_max_persistent, 0, MW_PERSISTENT_CEIL },
 };
 
 static int mw_param_set(const char *val, const struct kernel_param *kp)
@@ -71,3 +74,6 @@ MODULE_PARM_DESC(default_ring_entries,
 module_param_cb(max_batch, &mw_param_ops, &mw_max_batch, 0644);
 MODULE_PARM_DESC(max_batch,
 		 "Largest WATCH_BATCH/UNWATCH_BATCH count, 1..65536");
+module_param_cb(max_persistent, &mw_param_ops, &mw_max_persistent, 0644);
+MODULE_PARM_DESC(max_persistent,
+		 "Per-context limit of persistent watches, 0..64 (0: none)");

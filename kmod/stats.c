@@ -132,6 +132,7 @@ void mw_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct mw_ctx *ctx = file->private_data;
 	u32 entries = 0, head = 0, tail = 0, flags = 0, words = 0, used = 0;
+	u32 persistent;
 	u64 watched, events, lost_now = 0, lost;
 
 	spin_lock(&ctx->lock);
@@ -144,6 +145,7 @@ void mw_show_fdinfo(struct seq_file *m, struct file *file)
 		words = ctx->nr_words;
 		used = ctx->nr_words - ctx->nr_free;
 	}
+	persistent = ctx->nr_persistent;
 	watched = ctx->nr_watched;
 	events = ctx->nr_events;
 	lost = ctx->nr_lost;
@@ -153,6 +155,7 @@ void mw_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "mmuwatch-owner-tgid:\t%d\n", ctx->owner_tgid);
 	seq_printf(m, "mmuwatch-words:\t%u\n", words);
 	seq_printf(m, "mmuwatch-slots-used:\t%u\n", used);
+	seq_printf(m, "mmuwatch-persistent:\t%u\n", persistent);
 	seq_printf(m, "mmuwatch-ring-entries:\t%u\n", entries);
 	seq_printf(m, "mmuwatch-ring-head:\t%u\n", head);
 	seq_printf(m, "mmuwatch-ring-tail:\t%u\n", tail);

@@ -3,6 +3,7 @@
  * mmuwatch: watches. One mmu_interval_notifier per watched range; the
  * invalidate callback flips the validity word and queues one event under
  * ctx->lock only, then hands the notifier to deferred work for removal.
+ * A persistent watch only queues the event and stays active.
  */
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -72,6 +73,17 @@ static void mw_kill_locked(struct mw_ctx *ctx, struct mw_watch *w,
 }
 
 /*
+ * Called with ctx->lock held on a NEW or ACTIVE persistent watch: one event,
+ * and the watch (and its word) stay as they are.
+ */
+static void mw_note_locked(struct mw_ctx *ctx, struct mw_watch *w,
+			   unsigned long start, unsigned long end, u32 reason)
+{
+	mw_ring_push(ctx, w, start, end, reason);
+	ctx->nr_events++;
+}
+
+/*
  * May run in any task (truncate by another process, the OOM reaper, exit),
  * possibly non-blockable: take only the spinlock, never sleep or allocate,
  * and always succeed.
@@ -98,8 +110,12 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	if (!ctx->closing &&
 	    (w->state == MW_W_NEW || w->state == MW_W_ACTIVE)) {
-		mw_kill_locked(ctx, w, max(range->start, w->start),
-			       min(range->end, w->end), reason);
+		if (w->persistent)
+			mw_note_locked(ctx, w, max(range->start, w->start),
+				       min(range->end, w->end), reason);
+		else
+			mw_kill_locked(ctx, w, max(range->start, w->start),
+				       min(range->end, w->end), reason);
 		killed = true;
 	}
 	spin_unlock(&ctx->lock);
@@ -128,6 +144,8 @@ static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
 	spin_lock(&ctx->lock);
 	ctx->slots[w->slot] = NULL;
 	ctx->free_slots[ctx->nr_free++] = w->slot;
+	if (w->persistent)
+		ctx->nr_persistent--;
 	spin_unlock(&ctx->lock);
 	kmem_cache_free(mw_watch_cache, w);
 	atomic_long_dec(&mw_nr_watches);
@@ -158,6 +176,11 @@ static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
 
 	for (;;) {
 		spin_lock(&ctx->lock);
+		if (w->persistent &&
+		    ctx->nr_persistent >= READ_ONCE(mw_max_persistent)) {
+			spin_unlock(&ctx->lock);
+			return -ENOSPC;
+		}
 		if (ctx->nr_free)
 			break;
 		spin_unlock(&ctx->lock);
@@ -171,6 +194,8 @@ static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
 	/* Next generation of this slot; old tokens never match again. */
 	w->token = ((READ_ONCE(ctx->words[w->slot]) >> 1) + 1) << 1;
 	w->state = MW_W_NEW;
+	if (w->persistent)
+		ctx->nr_persistent++;
 	ctx->slots[w->slot] = w;
 	list_add_tail(&w->node, &ctx->live);
 	spin_unlock(&ctx->lock);
@@ -204,6 +229,7 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 	w->start = start;
 	w->end = end;
 	w->cookie = r->cookie;
+	w->persistent = !!(r->flags & MMUWATCH_WATCH_F_PERSISTENT);
 	ret = mw_take_slot(ctx, w);
 	if (ret) {
 		kmem_cache_free(mw_watch_cache, w);
@@ -229,7 +255,12 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 	seq = mmu_interval_read_begin(&w->mni);
 	spin_lock(&ctx->lock);
 	if (w->state == MW_W_NEW && mmu_interval_read_retry(&w->mni, seq)) {
-		mw_kill_locked(ctx, w, start, end, MMUWATCH_REASON_CLEAR);
+		if (w->persistent)
+			mw_note_locked(ctx, w, start, end,
+				       MMUWATCH_REASON_CLEAR);
+		else
+			mw_kill_locked(ctx, w, start, end,
+				       MMUWATCH_REASON_CLEAR);
 		killed = true;
 	}
 	if (w->state == MW_W_NEW) {

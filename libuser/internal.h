@@ -71,6 +71,8 @@ MWU_HIDDEN int mwu_kernel_watch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_drain(unsigned max);	/* core lock held */
 MWU_HIDDEN int mwu_kernel_fd(void);
+/* mw_release_cb_all(): counted; 0 or MW_E* (core lock held). */
+MWU_HIDDEN int mwu_kernel_watch_all(int on);
 
 /* Hooks source. */
 MWU_HIDDEN int mwu_soft_open(void);

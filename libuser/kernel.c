@@ -31,6 +31,15 @@ static struct {
 	size_t slots_size;
 	uint64_t next_id;
 	uint32_t tail;
+	/* Whole-address-space persistent watch (mw_release_cb_all). Its slot
+	 * holds no mw_watch (kslot.w NULL, kslot.id = all_id): its events
+	 * only reach the release callbacks and never fire a watch. */
+	unsigned all_refs;	/* mw_release_cb_all(1) calls not undone */
+	int all_on;		/* the watch exists in this context */
+	uint32_t all_slot;
+	uint64_t all_token;
+	uint64_t all_id;
+	uint64_t all_end;	/* its end: the task's address-space size */
 } K = { .fd = -1 };
 
 static unsigned env_uint(const char *name, unsigned def)
@@ -136,6 +145,7 @@ static void kill_all_watches(void)
 
 void mwu_kernel_close(void)
 {
+	K.all_on = 0;
 	kill_all_watches();
 	unmap_all();
 	if (K.fd >= 0)
@@ -143,11 +153,20 @@ void mwu_kernel_close(void)
 	K.fd = -1;
 }
 
+static int all_add(void);
+
 int mwu_kernel_atfork_child(void)
 {
+	int ret;
+
 	/* The inherited context belongs to the parent's mm (EBADFD here). */
 	mwu_kernel_close();
-	return mwu_kernel_open();
+	ret = mwu_kernel_open();
+	/* The child's consumers still asked for every release. */
+	if (!ret && K.all_refs && all_add())
+		mwu_log(MWU_LOG_WARN, "fork child: whole address-space watch "
+			"not re-created: release callbacks see watched ranges only");
+	return ret;
 }
 
 int mwu_kernel_fd(void)
@@ -279,6 +298,78 @@ int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n)
 	return ret;
 }
 
+/* Whole user address space as delivered on overflow: [0, 2^47) at least. */
+#define ALL_END_MIN (1ULL << 47)
+
+/* Watch the whole user address space: the largest [0, len) the module
+ * accepts (the task's size: 2^47 - 4096 on x86-64 with 4-level paging). */
+static int all_add(void)
+{
+	struct mmuwatch_range r;
+	struct kslot *s;
+	int b, k;
+
+	if (!(K.info.features & MMUWATCH_FEAT_PERSISTENT))
+		return MW_ENOSYS;
+	for (b = 57; b >= 39; b--)
+		for (k = 0; k < 2; k++) {
+			memset(&r, 0, sizeof(r));
+			r.len = (1ULL << b) - (k ? (uint64_t)getpagesize() : 0);
+			r.flags = MMUWATCH_WATCH_F_PERSISTENT;
+			r.cookie = ++K.next_id;
+			if (!ioctl(K.fd, MMUWATCH_IOC_WATCH, &r))
+				goto ok;
+			if (errno != ERANGE)
+				return errno_to_mw(errno);
+		}
+	return MW_ERANGE;
+ok:
+	s = &K.slots[r.slot];
+	/* Same as in mwu_kernel_watch: an unread fired watch loses its slot. */
+	if (s->w)
+		fire(s, MWU_ST_INVAL_KERNEL);
+	s->w = NULL;
+	s->id = r.cookie;
+	K.all_slot = r.slot;
+	K.all_token = r.token;
+	K.all_id = r.cookie;
+	K.all_end = r.len;
+	K.all_on = 1;
+	mwu_log(MWU_LOG_INFO, "whole address-space watch [0, %#llx) in slot %u",
+		(unsigned long long)r.len, r.slot);
+	return 0;
+}
+
+int mwu_kernel_watch_all(int on)
+{
+	struct mmuwatch_unwatch u = { 0 };
+	int ret;
+
+	if (K.fd < 0)
+		return MW_EDEVICE;
+	if (on) {
+		if (!K.all_on) {
+			ret = all_add();
+			if (ret)
+				return ret;
+		}
+		K.all_refs++;
+		return 0;
+	}
+	if (!K.all_refs)
+		return MW_EINVAL;
+	if (--K.all_refs || !K.all_on)
+		return 0;
+	K.all_on = 0;
+	u.slot = K.all_slot;
+	u.token = K.all_token;
+	/* Events of it still in the ring are delivered (harmless); its slot
+	 * id stays all_id, so they cannot fire the slot's next owner. */
+	if (ioctl(K.fd, MMUWATCH_IOC_UNWATCH, &u))
+		return MW_EDEVICE;
+	return 0;
+}
+
 /* Overflow: events were lost; the words are exact, so scan them. */
 static void recover_overflow(void)
 {
@@ -290,6 +381,11 @@ static void recover_overflow(void)
 	mwu_stat_add(MWU_ST_OVERFLOWS, 1);
 	mwu_log(MWU_LOG_INFO, "event ring overflow (%llu lost): scanning words",
 		(unsigned long long)lost);
+	/* Lost events of the whole address-space watch have no word: anything
+	 * may have been released. */
+	if (K.all_on)
+		mwu_release_deliver(0, K.all_end > ALL_END_MIN ? K.all_end :
+				    ALL_END_MIN, MW_SOURCE_KERNEL);
 	for (i = 0; i < K.info.nr_words; i++) {
 		struct kslot *s = &K.slots[i];
 

@@ -101,3 +101,17 @@ MW_API int mw_event_fd(void)
 		return MW_ENOSYS;
 	return mwu_kernel_fd();
 }
+
+MW_API int mw_release_cb_all(int on)
+{
+	int ret = mwu_ready();
+
+	if (ret)
+		return ret;
+	if (mwu_core.source != MW_SOURCE_KERNEL)
+		return MW_ENOSYS;
+	pthread_mutex_lock(&mwu_core.lock);
+	ret = mwu_kernel_watch_all(on);
+	pthread_mutex_unlock(&mwu_core.lock);
+	return ret;
+}

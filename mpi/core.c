@@ -315,7 +315,7 @@ MW_EXPORT int mw_mpi_status(char *buf, size_t len)
 			"ucx_watch=%lu ucx_forward=%lu ucx_sync=%lu "
 			"ucx_qfull=%lu ucx_flush_all=%lu ring_events=%lu "
 			"overflows=%llu hook_releases=%lu watch_fail=%lu "
-			"forks=%lu",
+			"forks=%lu ucx_kmode=%s",
 			active ? mw_mpi_source_name() : "off", mw_fi_state(),
 			mw_ucx_state(), mw_subs_count(), s->fi_subscribe,
 			s->fi_unsubscribe, s->fi_valid, s->fi_invalid,
@@ -323,12 +323,12 @@ MW_EXPORT int mw_mpi_status(char *buf, size_t len)
 			s->ucx_forward, s->ucx_sync, s->ucx_qfull,
 			s->ucx_flush_all, s->ring_events,
 			(unsigned long long)ls.overflows, s->hook_releases,
-			s->watch_fail, s->forks);
+			s->watch_fail, s->forks, mw_ucx_kmode());
 }
 
 __attribute__((destructor)) static void mw_mpi_fini(void)
 {
-	char buf[640];
+	char buf[768];
 
 	if (!mw_mpi_env_bool("MMUWATCH_MPI_STATS", 0))
 		return;

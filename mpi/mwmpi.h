@@ -118,6 +118,7 @@ MW_HIDDEN int mw_ucx_deliver(void);
 MW_HIDDEN int mw_ucx_pending(void);
 MW_HIDDEN void mw_ucx_atfork_child(void);
 MW_HIDDEN const char *mw_ucx_state(void);
+MW_HIDDEN const char *mw_ucx_kmode(void);	/* stream, watch or - */
 MW_HIDDEN int mw_ucx_wants_watch(void);
 
 /* Counters shown by mw_mpi_status(). */

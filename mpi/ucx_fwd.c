@@ -15,10 +15,15 @@
  * address space once (UCX drops its whole cache; counted as ucx_qfull /
  * ucx_flush_all).
  *
- * Kernel mode: the module has no whole-address-space watch, so the glue
- * watches what UCX registers (ibv_reg_mr is interposed here while UCX is
- * in the process); the ring events of those watches reach the release
- * callback. UCX has no per-hit validity check: between the unmap and
+ * Kernel mode: when the module offers persistent watches
+ * (MMUWATCH_FEAT_PERSISTENT), the glue asks libmmuwatch for every release
+ * in the process (mw_release_cb_all(1), a whole-address-space watch) as
+ * soon as UCX is found: every munmap/madvise/mremap/... anywhere reaches
+ * the release callback, registered through the interposer or not. With an
+ * older module it falls back to watching what UCX registers (ibv_reg_mr is
+ * interposed here while UCX is in the process); the ring events of those
+ * watches reach the release callback. UCX has no per-hit validity check:
+ * between the unmap and
  * ucm_vm_munmap() there is a window (measured by ucxwin.c), closed for
  * program order by the entry-point delivery.
  *
@@ -44,6 +49,30 @@ typedef void (*ucm_set_external_event_fn)(int);
 
 static int enabled;
 static const char *state = "not-installed";
+/* Kernel mode: 1 = whole-address-space release stream (mw_release_cb_all),
+ * 0 = per-registration watches (module without the feature), -1 = not
+ * decided yet (UCX not found, or not kernel mode). */
+static atomic_int stream = -1;
+static atomic_int stream_tried;
+
+/* Once, when UCX is found in kernel mode: before UCX's first registration
+ * (resolve() runs in the ibv_reg_mr interposer before the real call). */
+static void stream_start(void)
+{
+	int ret;
+
+	if (mw_mpi_source() != MW_SOURCE_KERNEL ||
+	    atomic_exchange(&stream_tried, 1))
+		return;
+	ret = mw_release_cb_all(1);
+	atomic_store(&stream, ret == 0);
+	if (ret)
+		mw_mpi_log("no whole-address-space watch (%s): UCX gets the "
+			   "releases of the ranges it registers", mw_strerror(ret));
+	else
+		mw_mpi_log("UCX gets every release in the process "
+			   "(whole-address-space watch)");
+}
 static _Atomic(ucm_vm_munmap_fn) ucm_munmap;
 
 /* Releases waiting for ucm_vm_munmap(). Consumers hold fwd_lock from pop
@@ -75,6 +104,7 @@ static ucm_vm_munmap_fn resolve(void)
 			dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	}
 	if (f) {
+		stream_start();
 		atomic_store_explicit(&ucm_munmap, f, memory_order_release);
 		if (!strcmp(state, "waiting-for-ucx"))
 			state = "forwarding";
@@ -90,7 +120,17 @@ int mw_ucx_enabled(void)
 
 int mw_ucx_wants_watch(void)
 {
-	return enabled && resolve() && mw_mpi_source() == MW_SOURCE_KERNEL;
+	return enabled && resolve() && mw_mpi_source() == MW_SOURCE_KERNEL &&
+	       atomic_load(&stream) != 1;
+}
+
+const char *mw_ucx_kmode(void)
+{
+	switch (atomic_load(&stream)) {
+	case 1: return "stream";
+	case 0: return "watch";
+	}
+	return "-";
 }
 
 void mw_ucx_released(uintptr_t start, uintptr_t end)

@@ -106,8 +106,9 @@ TEST_F(ctx, lengths)
 
 TEST_F(ctx, reserved_fields)
 {
+	/* Bit 0 is MMUWATCH_WATCH_F_PERSISTENT; the next one is unknown. */
 	struct mmuwatch_range r = { .start = (uintptr_t)self->buf, .len = P,
-				    .flags = 1 };
+				    .flags = MMUWATCH_WATCH_F_PERSISTENT << 1 };
 	struct mmuwatch_range ok = { .start = (uintptr_t)self->buf, .len = P };
 	struct mmuwatch_batch b = { .ptr = (uintptr_t)&ok, .count = 1 };
 	struct mmuwatch_unwatch u = { 0 };

@@ -205,7 +205,7 @@ static void test_bad_input(struct mw *m)
 	memset(&r, 0, sizeof(r));
 	r.start = (uintptr_t)p;
 	r.len = pg;
-	r.flags = 1;
+	r.flags = ~MMUWATCH_WATCH_F_MASK;	/* every bit not defined */
 	check(xioctl(m->fd, MMUWATCH_IOC_WATCH, &r) == EINVAL,
 	      "WATCH unknown flag: EINVAL");
 	check(watch(m, (void *)-4096L, 8192, 1, &r) == EOVERFLOW,

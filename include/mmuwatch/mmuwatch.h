@@ -96,6 +96,23 @@ typedef void (*mw_release_cb)(void *arg, uintptr_t start, uintptr_t end,
 			      enum mw_source src);
 MW_API int mw_release_cb_add(mw_release_cb cb, void *arg);
 MW_API int mw_release_cb_remove(mw_release_cb cb, void *arg);
+/*
+ * Every kernel-invalidated range of the process, not only watched ones.
+ * Kernel source: on != 0 makes the context keep one persistent watch over
+ * the whole user address space (module feature MMUWATCH_FEAT_PERSISTENT);
+ * each of its ring events (munmap, madvise, mremap, MAP_FIXED, brk,
+ * truncate, ... anywhere; mprotect filtered) reaches the release
+ * callbacks, clipped to the address space, from whatever thread drains the
+ * ring (mw_events_progress(), the helper thread of a cache). A ring
+ * overflow reaches them as [0, 2^47) (or the whole address space if
+ * larger): flush everything. A range may arrive more than once (also from
+ * a watch's own event). Counted: each call with on != 0 needs one with
+ * on == 0; the last one removes the watch. Re-created in a fork child.
+ * Returns 0, MW_ENOSYS (source not kernel, or the module lacks the
+ * feature), MW_ENOSPC (module parameter max_persistent reached), MW_EINVAL
+ * (on == 0 without a matching on != 0) or another MW_E*.
+ */
+MW_API int mw_release_cb_all(int on);
 
 /* Deliver pending events now (bounded by max, 0 = all). Returns how many
  * events were processed, or an error. */

@@ -31,7 +31,8 @@
  *   EOVERFLOW start + len wraps
  *   ERANGE    range not entirely inside user space
  *   E2BIG     batch larger than info.max_batch
- *   ENOSPC    per-context watch limit (module parameter max_watches) reached
+ *   ENOSPC    per-context watch limit (module parameter max_watches) reached,
+ *             or, for MMUWATCH_WATCH_F_PERSISTENT, max_persistent reached
  *   ENOENT    unwatch of a slot/token that is not (or no longer) watched
  *   EBUSY     SETUP after the context was already set up
  *   ENOMEM    out of memory (memory is charged to the caller's memcg)
@@ -82,6 +83,27 @@
  *   on the safe side (a spurious re-registration, never a stale one).
  *   The selftests that expect mprotect to be filtered map their buffers
  *   with MADV_NOHUGEPAGE inside one 2 MiB block so no split can occur.
+ * - Persistent watches (MMUWATCH_WATCH_F_PERSISTENT, advertised by
+ *   MMUWATCH_FEAT_PERSISTENT): a watch that is not one-shot, meant for a
+ *   consumer that wants every invalidation in a large range, up to the
+ *   whole user address space (start 0, len = the task's address-space
+ *   size, e.g. 2^47 - 4096 on x86-64 with 4-level paging; a larger len is
+ *   ERANGE). Every invalidating notification that intersects it queues one
+ *   event (cookie, [start, end) clipped to the watch, reason) and the
+ *   watch stays active; the filter is the same as for one-shot watches
+ *   (PROTECTION_VMA/PAGE and SOFT_DIRTY queue nothing). Its validity word
+ *   holds the token from WATCH until UNWATCH (then token | 1): it says
+ *   nothing about the memory and is meaningless for cache checks. Removal
+ *   by UNWATCH (slot, token) or close. At most max_persistent (module
+ *   parameter, 0..64, default 4; 0 disables them and clears the feature
+ *   bit) per context, counted within max_watches: one more is ENOSPC
+ *   (WATCH does not wait for anything in that case). Events of a persistent
+ *   watch go through the same ring: when it is full they are dropped like
+ *   any other (overflow flag, lost count), and since no validity word
+ *   records them, a consumer of a persistent watch must treat an overflow
+ *   as "anything in the watched range may have changed". An invalidation
+ *   racing with WATCH itself (seen by mmu_interval_read_retry()) queues
+ *   one CLEAR event over the whole watch.
  * - Global counters: /sys/kernel/mmuwatch/; per context:
  *   /proc/<pid>/fdinfo/<fd> (mmuwatch-* lines). 'filtered' is the sum of
  *   filtered_protection_vma, filtered_protection_page and
@@ -145,6 +167,7 @@ struct mmuwatch_ring {
 #define MMUWATCH_FEAT_BATCH	0x1U
 #define MMUWATCH_FEAT_RING	0x2U
 #define MMUWATCH_FEAT_FDINFO	0x4U
+#define MMUWATCH_FEAT_PERSISTENT 0x8U	/* MMUWATCH_WATCH_F_PERSISTENT */
 
 struct mmuwatch_info {
 	__u32 abi_version;	/* MMUWATCH_ABI_VERSION */
@@ -173,14 +196,16 @@ struct mmuwatch_setup {
 	__u32 reserved;		/* must be 0 */
 };
 
-#define MMUWATCH_WATCH_F_MASK 0U	/* no flags defined yet */
+/* Persistent watch: not one-shot; see the comment at the top. */
+#define MMUWATCH_WATCH_F_PERSISTENT 0x1U
+#define MMUWATCH_WATCH_F_MASK MMUWATCH_WATCH_F_PERSISTENT
 
 /* One range to watch. slot and token are outputs. */
 struct mmuwatch_range {
 	__u64 start;
 	__u64 len;
 	__u64 cookie;
-	__u32 flags;		/* must be 0 */
+	__u32 flags;		/* MMUWATCH_WATCH_F_* */
 	__u32 slot;		/* out */
 	__u64 token;		/* out: words[slot] value while valid */
 };

@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "mmuwatch/mmuwatch.h"
 #include "rcache/tests/subtest.h"
@@ -553,6 +555,120 @@ static int t_fork_inflight(void)
 }
 #endif
 
+
+/* ---- mw_release_cb_all: every kernel release, not only watched ranges ---- */
+static void cb_fired(struct mw_watch *w, void *arg)
+{
+	(void)w;
+	__atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+/* Drain until rec covers [lo, hi) or 2 s pass. */
+static int wait_covered(struct cbrec *rec, void *lo, size_t len)
+{
+	double t0 = sub_now();
+
+	rec->lo = (uintptr_t)lo;
+	rec->hi = (uintptr_t)lo + len;
+	do
+		mw_events_progress(0);
+	while (!__atomic_load_n(&rec->covered, __ATOMIC_ACQUIRE) &&
+	       sub_now() - t0 < 2.0);
+	return rec->covered;
+}
+
+static int t_release_all(void)
+{
+	struct cbrec rec = { 0 };
+	struct mw_watch w;
+	int fired = 0, ret;
+	char *p, *q;
+
+	mw_init();
+	if (mw_source() != MW_SOURCE_KERNEL) {
+		CHECK(mw_release_cb_all(1) == MW_ENOSYS, "not kernel: MW_ENOSYS");
+		SKIP("needs the kernel source (source %s)", mw_source_name(mw_source()));
+	}
+	ret = mw_release_cb_add(cb_rec, &rec);
+	CHECK(ret == 0, "add: %s", mw_strerror(ret));
+	ret = mw_release_cb_all(1);
+	if (ret == MW_ENOSYS)
+		SKIP("module without MMUWATCH_FEAT_PERSISTENT");
+	CHECK(ret == 0, "release_cb_all(1): %s", mw_strerror(ret));
+	CHECK(mw_release_cb_all(1) == 0, "counted: second on");
+	/* An unrelated watch must not fire from the whole-AS events. */
+	q = pages(2);
+	CHECK(mw_watch_add(&w, q, 2 * PAGE, cb_fired, &fired) == 0, "watch q");
+
+	p = pages(8);
+	rec.covered = 0;
+	munmap(p, 2 * PAGE);
+	CHECK(wait_covered(&rec, p, 2 * PAGE), "unwatched munmap delivered");
+	rec.covered = 0;
+	madvise(p + 2 * PAGE, 2 * PAGE, MADV_DONTNEED);
+	CHECK(wait_covered(&rec, p + 2 * PAGE, 2 * PAGE), "unwatched madvise delivered");
+	rec.covered = 0;
+	syscall(SYS_munmap, p + 4 * PAGE, 2 * PAGE);
+	CHECK(wait_covered(&rec, p + 4 * PAGE, 2 * PAGE), "raw-syscall munmap delivered");
+	mw_events_progress(0);
+	CHECK(fired == 0 && mw_watch_valid(&w), "unrelated watch untouched (fired %d)", fired);
+	munmap(q, 2 * PAGE);
+	mw_events_progress(0);
+	CHECK(fired == 1 && !mw_watch_valid(&w), "watch q fires once on its own unmap (%d)", fired);
+	mw_watch_remove(&w);
+
+	CHECK(mw_release_cb_all(0) == 0, "off (1 of 2)");
+	rec.covered = 0;
+	munmap(p + 6 * PAGE, PAGE);
+	CHECK(wait_covered(&rec, p + 6 * PAGE, PAGE), "still on after one off");
+	CHECK(mw_release_cb_all(0) == 0, "off (2 of 2)");
+	CHECK(mw_release_cb_all(0) == MW_EINVAL, "unbalanced off: MW_EINVAL");
+	rec.covered = 0;
+	rec.lo = (uintptr_t)p + 7 * PAGE;
+	rec.hi = rec.lo + PAGE;
+	munmap(p + 7 * PAGE, PAGE);
+	usleep(100 * 1000);
+	mw_events_progress(0);
+	CHECK(!rec.covered, "no delivery of unwatched ranges after off");
+	CHECK(mw_release_cb_remove(cb_rec, &rec) == 0, "remove");
+	return 0;
+}
+
+/* A tiny ring (MMUWATCH_RING=4) overflows: the callbacks get [0, 2^47+). */
+static int t_release_all_overflow(void)
+{
+	struct cbrec rec = { 0 };
+	struct mw_stats st;
+	char *p;
+	int i, ret;
+
+	mw_init();
+	if (mw_source() != MW_SOURCE_KERNEL)
+		SKIP("needs the kernel source (source %s)", mw_source_name(mw_source()));
+	ret = mw_release_cb_add(cb_rec, &rec);
+	CHECK(ret == 0, "add: %s", mw_strerror(ret));
+	ret = mw_release_cb_all(1);
+	if (ret == MW_ENOSYS)
+		SKIP("module without MMUWATCH_FEAT_PERSISTENT");
+	CHECK(ret == 0, "release_cb_all(1): %s", mw_strerror(ret));
+	p = pages(32);
+	for (i = 0; i < 32; i++)
+		madvise(p + i * PAGE, PAGE, MADV_DONTNEED);
+	rec.covered = 0;
+	rec.lo = 0;
+	rec.hi = 1ULL << 47;
+	for (i = 0; i < 8; i++)
+		mw_events_progress(0);
+	mw_stats_get(&st);
+	CHECK(rec.covered && st.overflows >= 1,
+	      "overflow delivered as the whole address space (overflows %llu)",
+	      (unsigned long long)st.overflows);
+	munmap(p, 32 * PAGE);
+	mw_release_cb_all(0);
+	mw_release_cb_remove(cb_rec, &rec);
+	return 0;
+}
+
 static const struct subtest tests[] = {
 	{ "init_ctor", t_init_ctor, { "MWT_CTOR=1", NULL } },
 	{ "init_threads", t_init_threads, { NULL } },
@@ -563,6 +679,8 @@ static const struct subtest tests[] = {
 	{ "callbacks", t_callbacks, { NULL } },
 	{ "fork_callbacks", t_fork_callbacks, { NULL } },
 	{ "fork_nodev", t_fork_nodev, { NULL } },
+	{ "release_all", t_release_all, { NULL } },
+	{ "release_all_overflow", t_release_all_overflow, { "MMUWATCH_RING=4", NULL } },
 #ifdef MWT_STATIC
 	{ "fork_inflight", t_fork_inflight, { NULL } },
 #endif

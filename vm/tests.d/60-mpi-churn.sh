@@ -33,7 +33,9 @@ for cfg in "${MPI_CONFIGS[@]}"; do
 		ompi-ofi*) tap "$(grep -Eq 'fi_(invalid|notify)=[1-9]' <<<"$CH_STATUS" && echo 1)" \
 			"$cfg: libfabric learned of the releases from the mmuwatch monitor (valid=false or notify)" ;;
 		*ucx*) tap "$(grep -Eq 'ucx_forward=[1-9]' <<<"$CH_STATUS" && echo 1)" \
-			"$cfg: releases were forwarded to UCX" ;;
+			"$cfg: releases were forwarded to UCX"
+			tap "$(grep -q 'ucx_kmode=stream' <<<"$CH_STATUS" && echo 1)" \
+				"$cfg: UCX fed by the whole-address-space watch (module has FEAT_PERSISTENT)" ;;
 		esac ;;
 	*)
 		tap "$([ "$CH_CORRUPT" != NA ] && [ "$CH_CORRUPT" -gt 0 ] && echo 1)" \
