@@ -58,12 +58,12 @@ static void buf_alloc(struct buf *b, int how, void *hint)
 	if (how == K_RAW) {
 		void *p = mw_raw_mmap(hint, size, PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS |
-				      (hint ? MAP_FIXED_NOREPLACE : 0));
+				      (hint ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 
-		if (mw_raw_failed(p) && hint)
+		if (mw_raw_failed((long)p) && hint)
 			p = mw_raw_mmap(NULL, size, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS);
-		if (mw_raw_failed(p)) {
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mw_raw_failed((long)p)) {
 			errno = -(long)p;
 			die("raw mmap");
 		}

@@ -6,37 +6,13 @@
  * cache (or monitor) is in use. Counters are read by churn.c through
  * mw_regcount_get() found with dlsym(); without the shim it reports -1.
  */
-#include <dlfcn.h>
-#include <infiniband/verbs.h>
 #include <stdatomic.h>
-#include <stdint.h>
+
+#include "ibvsym.h"
 
 #define MW_EXPORT __attribute__((visibility("default")))
 
 static atomic_ulong n_reg, n_dereg, n_bytes;
-
-typedef struct ibv_mr *(*reg_fn)(struct ibv_pd *, void *, size_t, int);
-typedef struct ibv_mr *(*reg2_fn)(struct ibv_pd *, void *, size_t, uint64_t,
-				  unsigned int);
-typedef int (*dereg_fn)(struct ibv_mr *);
-
-/* Resolve the versions a program linked against rdma-core >= 1.1 uses. */
-static void *next_sym(const char *name, const char *ver)
-{
-	void *h, *p = dlsym(RTLD_NEXT, name);
-
-	/* Plain dlsym first: it finds another interposer (unversioned)
-	 * before libibverbs' default version. */
-	if (p)
-		return p;
-	/* UCX and libfabric providers dlopen libibverbs RTLD_LOCAL: it is
-	 * not in the global scope RTLD_NEXT searches, but it is loaded. */
-	h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libibverbs.so.1", RTLD_LAZY);
-	p = h ? dlvsym(h, name, ver) : NULL;
-	return p ? p : (h ? dlsym(h, name) : NULL);
-}
 
 #undef ibv_reg_mr
 MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ibvsym.h"
 #include "mwmpi.h"
 
 /* From ucm/api/ucm.h (UCX 1.13); resolved at run time so that programs
@@ -262,28 +263,6 @@ void mw_ucx_install(void)
 }
 
 /* ---- registration interposition (watches in kernel mode, UCX present) ---- */
-
-typedef struct ibv_mr *(*reg_fn)(struct ibv_pd *, void *, size_t, int);
-typedef struct ibv_mr *(*reg2_fn)(struct ibv_pd *, void *, size_t, uint64_t,
-				  unsigned int);
-typedef int (*dereg_fn)(struct ibv_mr *);
-
-static void *next_sym(const char *name, const char *ver)
-{
-	void *h, *p = dlsym(RTLD_NEXT, name);
-
-	/* Plain dlsym first: it finds another interposer (unversioned)
-	 * before libibverbs' default version. */
-	if (p)
-		return p;
-	/* Providers dlopen libibverbs RTLD_LOCAL: not in the global scope
-	 * RTLD_NEXT searches, but loaded. */
-	h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libibverbs.so.1", RTLD_LAZY);
-	p = h ? dlvsym(h, name, ver) : NULL;
-	return p ? p : (h ? dlsym(h, name) : NULL);
-}
 
 /* Watch before the pages are pinned (the module sees invalidations that
  * begin after WATCH returns); undone when the registration fails. */
