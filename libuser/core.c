@@ -21,6 +21,7 @@ extern unsigned mw_hooks_support(void) __attribute__((weak));
 extern const char *mw_hooks_decision(void) __attribute__((weak));
 extern void mw_hooks_set_release_cb(mw_release_fn fn) __attribute__((weak));
 
+unsigned mwu_guarantee;
 struct mwu_core mwu_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -69,6 +70,7 @@ static int use_kernel(const char *why)
 		return ret;
 	mwu_core.source = MW_SOURCE_KERNEL;
 	mwu_core.support = MW_SUPPORT_ALL_KERNEL;
+	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
 	mwu_core.reason = why;
 	return 0;
 }
@@ -85,6 +87,7 @@ static int use_hooks(const char *why)
 	mw_hooks_set_release_cb(on_hook_release);
 	mwu_core.source = MW_SOURCE_HOOKS;
 	mwu_core.support = hooks_support_bits() | MW_SUPPORT_HIT_CHECK;
+	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
 	mwu_core.reason = why;
 	return 0;
 }
@@ -93,6 +96,7 @@ static void use_none(const char *why)
 {
 	mwu_core.source = MW_SOURCE_NONE;
 	mwu_core.support = 0;
+	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
 	mwu_core.reason = why;
 }
 
@@ -248,7 +252,7 @@ MW_API const char *mw_source_name(enum mw_source src)
 
 MW_API unsigned mw_support(void)
 {
-	return mwu_ready() ? 0 : mwu_core.support;
+	return mwu_ready() ? 0 : mwu_guaranteed();
 }
 
 MW_API const char *mw_source_reason(void)

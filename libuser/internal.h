@@ -27,6 +27,18 @@ struct mwu_core {
 };
 MWU_HIDDEN extern struct mwu_core mwu_core;
 
+/*
+ * What the active source guarantees right now: mwu_core.support at init,
+ * lowered at run time when a guarantee is lost (e.g. hooks bypassed by
+ * another library). Caches test it on every get and stop caching what it
+ * no longer covers; it only drops while the library is ready.
+ */
+MWU_HIDDEN extern unsigned mwu_guarantee;
+static inline unsigned mwu_guaranteed(void)
+{
+	return __atomic_load_n(&mwu_guarantee, __ATOMIC_ACQUIRE);
+}
+
 /* Hooks-mode log positions, read on every hit (kernel mode: both stay 0). */
 struct mwu_fast {
 	uint64_t head __attribute__((aligned(MWU_CACHELINE)));
