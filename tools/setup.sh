@@ -12,7 +12,10 @@ PKGS=(build-essential bc flex bison libelf-dev kmod cpio pkg-config
       rdma-core libibverbs-dev ibverbs-utils ibverbs-providers iproute2
       liburing-dev libucx-dev libfabric-dev
       openmpi-bin libopenmpi-dev mpich libmpich-dev
-      sparse valgrind dkms python3)
+      sparse valgrind dkms python3
+      autoconf automake libtool cmake clang libclang-rt-14-dev
+      libjemalloc-dev libmimalloc-dev libnuma-dev numactl
+      abigail-tools gnuplot-nox lintian debhelper dh-dkms fakeroot dpkg-dev)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
