@@ -4,8 +4,11 @@
  * both made of accounted order-0 pages that the kernel reaches through
  * vmap() and user space through mmap().
  */
+#include <linux/capability.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
+#include <linux/nospec.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -71,15 +74,29 @@ struct mw_ctx *mw_ctx_create(void)
 	ctx = kzalloc(sizeof(*ctx), MW_GFP);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
+	ctx->user = mw_user_get();
+	if (!ctx->user) {
+		kfree(ctx);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* Root is limited too, unless the administrator said otherwise. */
+	ctx->exempt = READ_ONCE(mw_root_exempt) && capable(CAP_SYS_ADMIN);
+	if (mw_user_charge(ctx, MW_U_CONTEXTS, 1)) {
+		mw_user_put(ctx->user);
+		kfree(ctx);
+		/* Like inotify_init() at max_user_instances. */
+		return ERR_PTR(-EMFILE);
+	}
 	ctx->mm = current->mm;
 	mmgrab(ctx->mm);
-	ctx->owner_tgid = task_tgid_nr(current);
+	ctx->owner = get_pid(task_tgid(current));
 	spin_lock_init(&ctx->lock);
 	mutex_init(&ctx->setup_lock);
 	mutex_init(&ctx->read_lock);
 	init_waitqueue_head(&ctx->wq);
 	INIT_LIST_HEAD(&ctx->live);
 	INIT_LIST_HEAD(&ctx->dead);
+	INIT_LIST_HEAD(&ctx->persist);
 	INIT_WORK(&ctx->reap_work, mw_reap_work);
 	atomic64_set(&ctx->nr_filtered, 0);
 	atomic_long_inc(&mw_nr_contexts);
@@ -93,6 +110,10 @@ void mw_ctx_destroy(struct mw_ctx *ctx)
 	mw_shm_free(&ctx->words_shm);
 	kvfree(ctx->slots);
 	kvfree(ctx->free_slots);
+	mw_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
+	mw_user_uncharge(ctx, MW_U_CONTEXTS, 1);
+	mw_user_put(ctx->user);
+	put_pid(ctx->owner);
 	mmdrop(ctx->mm);
 	mutex_destroy(&ctx->setup_lock);
 	mutex_destroy(&ctx->read_lock);
@@ -106,10 +127,26 @@ static u32 mw_ring_cap(void)
 	return rounddown_pow_of_two(READ_ONCE(mw_max_ring_entries));
 }
 
+/*
+ * Everything SETUP allocates for a context, in KiB: the ring and word
+ * pages plus the kernel's slot arrays. Charged to the user up front.
+ */
+static unsigned long mw_setup_kb(u32 ring_entries, u32 nr_words)
+{
+	size_t ring = PAGE_ALIGN(MW_RING_EVENTS_OFF + (size_t)ring_entries *
+				 sizeof(struct mmuwatch_event));
+	size_t words = PAGE_ALIGN((size_t)nr_words * sizeof(u64));
+	size_t slots = (size_t)nr_words * (sizeof(struct mw_watch *) +
+					   sizeof(u32));
+
+	return DIV_ROUND_UP(ring + words + slots, 1024);
+}
+
 int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 {
 	u32 max_words = READ_ONCE(mw_max_watches);
 	u32 max_ring = mw_ring_cap();
+	unsigned long kb;
 	u32 i;
 	int ret;
 
@@ -128,6 +165,11 @@ int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 	ret = -EBUSY;
 	if (ctx->ready)
 		goto out;
+	kb = mw_setup_kb(ring_entries, nr_words);
+	ret = mw_user_charge(ctx, MW_U_MEMORY_KB, kb);
+	if (ret)
+		goto out;
+	ctx->charged_kb = kb;
 	ret = -ENOMEM;
 	ctx->slots = kvcalloc(nr_words, sizeof(*ctx->slots),
 			      MW_GFP);
@@ -167,6 +209,8 @@ fail:
 	kvfree(ctx->free_slots);
 	ctx->slots = NULL;
 	ctx->free_slots = NULL;
+	mw_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
+	ctx->charged_kb = 0;
 out:
 	mutex_unlock(&ctx->setup_lock);
 	return ret;
@@ -224,7 +268,7 @@ static vm_fault_t mw_vm_fault(struct vm_fault *vmf)
 	}
 	if (idx >= shm->nr_pages)
 		return VM_FAULT_SIGBUS;
-	vmf->page = shm->pages[idx];
+	vmf->page = shm->pages[array_index_nospec(idx, shm->nr_pages)];
 	get_page(vmf->page);
 	return 0;
 }
@@ -256,12 +300,20 @@ int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma)
 	} else {
 		return -EINVAL;
 	}
-	ret = mw_ctx_ensure_ready(ctx);
-	if (ret)
-		return ret;
+	/*
+	 * The mmap lock is held for writing here: never allocate the shared
+	 * objects under it. SETUP (or the first WATCH) allocates them.
+	 */
+	if (!mw_ctx_ready(ctx))
+		return -EINVAL;
 	if (n > shm->nr_pages)
 		return -EINVAL;
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	/*
+	 * VM_DONTCOPY: a forked child gets neither mapping, so it can neither
+	 * write the parent's ring header nor read stale words (its context is
+	 * the parent's: EBADFD there anyway).
+	 */
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
 	vma->vm_ops = &mw_vm_ops;
 	for (i = 0; i < n; i++) {
 		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),

@@ -15,6 +15,9 @@
 #include <linux/uaccess.h>
 #include "mmuwatch.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 struct workqueue_struct *mw_wq;
 
 static int mw_open(struct inode *inode, struct file *file)

@@ -51,7 +51,23 @@ struct mw_watch {
 	u32 slot;
 	enum mw_state state;
 	bool persistent;		/* MMUWATCH_WATCH_F_PERSISTENT */
+	bool raced;			/* persistent: invalidated while NEW */
 };
+
+/*
+ * One user's share of the module (user.c): every context holds a
+ * reference on the entry of the effective uid that opened it, and charges
+ * its contexts, watches, persistent watches and setup memory there.
+ */
+enum mw_ulimit {
+	MW_U_CONTEXTS,
+	MW_U_WATCHES,
+	MW_U_PERSISTENT,
+	MW_U_MEMORY_KB,
+	MW_U_NR
+};
+
+struct mw_user;
 
 /* Shared memory object: accounted order-0 pages, vmap'ed for the kernel. */
 struct mw_shm {
@@ -62,7 +78,10 @@ struct mw_shm {
 
 struct mw_ctx {
 	struct mm_struct *mm;		/* mmgrab'ed owner */
-	pid_t owner_tgid;		/* for fdinfo only */
+	struct pid *owner;		/* opener's thread group, for fdinfo */
+	struct mw_user *user;		/* charged for everything below */
+	bool exempt;			/* root with the root_exempt parameter */
+	unsigned long charged_kb;	/* setup memory charged to user */
 	spinlock_t lock;		/* watches, slots, ring producer state */
 	struct mutex setup_lock;	/* one SETUP */
 	struct mutex read_lock;		/* one consumer inside read() */
@@ -90,6 +109,15 @@ struct mw_ctx {
 	u64 lost;			/* kernel copy of ring lost */
 	struct list_head live;		/* NEW and ACTIVE watches */
 	struct list_head dead;		/* DEAD watches awaiting removal */
+	struct list_head persist;	/* persistent watches (NEW, ACTIVE) */
+	/*
+	 * One interval notifier over the whole user address space serves all
+	 * persistent watches of the context (inserted by the first one, under
+	 * setup_lock, removed at close), so k persistent watches cost one
+	 * callback per invalidation, not k.
+	 */
+	struct mmu_interval_notifier pmni;
+	bool pmni_on;
 	struct work_struct reap_work;
 
 	/* Per-context numbers for fdinfo (under lock). */
@@ -115,6 +143,10 @@ enum mw_stat {
 	MW_STAT_REPEAT_IGNORED,	/* callback on a dead, dying or closing watch */
 	MW_STAT_OVERFLOWS,
 	MW_STAT_LOST,
+	MW_STAT_LIMIT_CONTEXTS,	/* per-user limits refused (EMFILE/ENOSPC) */
+	MW_STAT_LIMIT_WATCHES,
+	MW_STAT_LIMIT_PERSISTENT,
+	MW_STAT_LIMIT_MEMORY,
 	MW_NR_STATS
 };
 
@@ -148,6 +180,17 @@ extern unsigned int mw_max_ring_entries;
 extern unsigned int mw_default_ring_entries;
 extern unsigned int mw_max_batch;
 extern unsigned int mw_max_persistent;
+extern unsigned int mw_max_user[MW_U_NR];
+extern bool mw_root_exempt;
+
+/* user.c */
+struct mw_user *mw_user_get(void);
+void mw_user_put(struct mw_user *u);
+int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which,
+		   unsigned long n);
+void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
+		      unsigned long n);
+long mw_nr_users(void);
 
 /* ctx.c */
 struct mw_ctx *mw_ctx_create(void);
@@ -164,8 +207,9 @@ void mw_reap_work(struct work_struct *work);
 void mw_watches_release(struct mw_ctx *ctx);
 
 /* ring.c */
-void mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
+bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 		  unsigned long start, unsigned long end, u32 reason);
+void mw_ring_wake(struct mw_ctx *ctx);
 __poll_t mw_ring_poll(struct mw_ctx *ctx);
 ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 		     bool nonblock);

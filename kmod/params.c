@@ -1,7 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * mmuwatch: module parameters, each checked against a fixed range when set.
- * New values apply to contexts set up afterwards.
+ * New values apply to contexts set up afterwards; the per-user limits
+ * (max_user_*) apply to the next charge, so lowering one below what a user
+ * holds refuses that user's next open/WATCH/SETUP and takes nothing away.
+ * Root changes them at run time in /sys/module/mmuwatch/parameters/.
+ *
+ * Per-user defaults are sized for a full node of 256 MPI ranks of one user,
+ * each with one libmmuwatch context (README "Limits" has the arithmetic):
+ * contexts 512 (2 per rank), watches 1 Mi (4096 live registrations per
+ * rank), persistent 256 (one whole-address-space stream per rank), memory
+ * 1536 MiB (256 x the library's default context of 2^18 words and 2^14
+ * events, 5.5 MiB, plus margin).
  */
 #include <linux/bits.h>
 #include <linux/kernel.h>
@@ -13,6 +23,7 @@
 #define MW_RING_CEIL		BIT(22)
 #define MW_BATCH_CEIL		BIT(16)
 #define MW_PERSISTENT_CEIL	64
+#define MW_USER_CEIL		BIT(30)
 
 unsigned int mw_max_watches = 1U << 20;
 unsigned int mw_default_watches = 1U << 14;
@@ -20,6 +31,14 @@ unsigned int mw_max_ring_entries = 1U << 20;
 unsigned int mw_default_ring_entries = 1U << 12;
 unsigned int mw_max_batch = 1U << 12;
 unsigned int mw_max_persistent = 4;
+unsigned int mw_max_user[MW_U_NR] = {
+	[MW_U_CONTEXTS] = 512,
+	[MW_U_WATCHES] = 1U << 20,
+	[MW_U_PERSISTENT] = 256,
+	[MW_U_MEMORY_KB] = 1536U << 10,
+};
+
+bool mw_root_exempt;
 
 static const struct {
 	unsigned int *var;
@@ -32,6 +51,10 @@ static const struct {
 	{ &mw_default_ring_entries, 1, MW_RING_CEIL },
 	{ &mw_max_batch, 1, MW_BATCH_CEIL },
 	{ &mw_max_persistent, 0, MW_PERSISTENT_CEIL },
+	{ &mw_max_user[MW_U_CONTEXTS], 0, MW_USER_CEIL },
+	{ &mw_max_user[MW_U_WATCHES], 0, MW_USER_CEIL },
+	{ &mw_max_user[MW_U_PERSISTENT], 0, MW_USER_CEIL },
+	{ &mw_max_user[MW_U_MEMORY_KB], 0, MW_USER_CEIL },
 };
 
 static int mw_param_set(const char *val, const struct kernel_param *kp)
@@ -77,3 +100,22 @@ MODULE_PARM_DESC(max_batch,
 module_param_cb(max_persistent, &mw_param_ops, &mw_max_persistent, 0644);
 MODULE_PARM_DESC(max_persistent,
 		 "Per-context limit of persistent watches, 0..64 (0: none)");
+module_param_cb(max_user_contexts, &mw_param_ops,
+		&mw_max_user[MW_U_CONTEXTS], 0644);
+MODULE_PARM_DESC(max_user_contexts,
+		 "Per-user limit of open contexts (open: EMFILE), 0..2^30");
+module_param_cb(max_user_watches, &mw_param_ops,
+		&mw_max_user[MW_U_WATCHES], 0644);
+MODULE_PARM_DESC(max_user_watches,
+		 "Per-user limit of watches, persistent ones included (WATCH: ENOSPC), 0..2^30");
+module_param_cb(max_user_persistent, &mw_param_ops,
+		&mw_max_user[MW_U_PERSISTENT], 0644);
+MODULE_PARM_DESC(max_user_persistent,
+		 "Per-user limit of persistent watches (WATCH: ENOSPC), 0..2^30");
+module_param_cb(max_user_memory_kb, &mw_param_ops,
+		&mw_max_user[MW_U_MEMORY_KB], 0644);
+MODULE_PARM_DESC(max_user_memory_kb,
+		 "Per-user limit of ring, word and slot memory in KiB (SETUP: ENOSPC), 0..2^30");
+module_param_named(root_exempt, mw_root_exempt, bool, 0644);
+MODULE_PARM_DESC(root_exempt,
+		 "Contexts opened with CAP_SYS_ADMIN in the init user namespace ignore the max_user_* limits (default: no)");

@@ -9,27 +9,38 @@
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 #include "mmuwatch.h"
+#include "trace.h"
 
-/* Called with ctx->lock held; never sleeps, never allocates. */
-void mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
+/*
+ * Called with ctx->lock held; never sleeps, never allocates. Returns true
+ * when readers may be asleep waiting for this: the ring was empty, or the
+ * overflow flag was just set. Later events of a non-empty ring need no
+ * wake-up (a reader woken by the first one sees them), as with a pipe.
+ */
+bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 		  unsigned long start, unsigned long end, u32 reason)
 {
 	struct mmuwatch_ring *ring = ctx->ring;
 	struct mmuwatch_event *ev;
 	/* Pairs with the consumer's release: it is done with older slots. */
 	u32 tail = smp_load_acquire(&ring->tail);
+	bool was_empty = ctx->head == tail;
 
 	if (ctx->head - tail >= ctx->ring_entries) {
+		bool first = !(ctx->rflags & MMUWATCH_RING_F_OVERFLOW);
+
 		ctx->lost++;
 		ctx->nr_lost++;
 		mw_stat_inc(MW_STAT_LOST);
-		if (!(ctx->rflags & MMUWATCH_RING_F_OVERFLOW)) {
+		if (first) {
 			ctx->rflags |= MMUWATCH_RING_F_OVERFLOW;
 			mw_stat_inc(MW_STAT_OVERFLOWS);
+			trace_mmuwatch_ring_overflow(ctx->ring_entries,
+						     ctx->head, tail);
 		}
 		WRITE_ONCE(ring->lost, ctx->lost);
 		WRITE_ONCE(ring->flags, ctx->rflags);
-		return;
+		return first;
 	}
 	ev = &ctx->events[ctx->head & (ctx->ring_entries - 1)];
 	ev->cookie = w->cookie;
@@ -41,6 +52,15 @@ void mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 	smp_store_release(&ctx->head, ctx->head + 1);
 	/* Same ordering for consumers of the mapped ring. */
 	smp_store_release(&ring->head, ctx->head);
+	return was_empty;
+}
+
+/* One wake-up per callback; none when nobody sleeps in read() or poll(). */
+void mw_ring_wake(struct mw_ctx *ctx)
+{
+	/* wq_has_sleeper() orders the ring update before the check. */
+	if (wq_has_sleeper(&ctx->wq))
+		wake_up_interruptible_poll(&ctx->wq, EPOLLIN | EPOLLRDNORM);
 }
 
 /* Pending events, or -EIO when the user tail is corrupt. */

@@ -8,10 +8,13 @@
  * repeat_ignored counts invalidations that reached a watch already dead,
  * unwatched or being closed (watches are one-shot); it is not part of
  * filtered.
+ * limit_hits_* count refusals by the per-user limits (user.c); users is
+ * the number of users holding a context.
  */
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/kobject.h>
+#include <linux/pid.h>
 #include <linux/seq_file.h>
 #include <linux/sysfs.h>
 #include "mmuwatch.h"
@@ -61,6 +64,10 @@ static struct mw_attr mw_counters[] = {
 	MW_COUNTER(repeat_ignored, MW_STAT_REPEAT_IGNORED),
 	MW_COUNTER(overflows, MW_STAT_OVERFLOWS),
 	MW_COUNTER(lost_events, MW_STAT_LOST),
+	MW_COUNTER(limit_hits_contexts, MW_STAT_LIMIT_CONTEXTS),
+	MW_COUNTER(limit_hits_watches, MW_STAT_LIMIT_WATCHES),
+	MW_COUNTER(limit_hits_persistent, MW_STAT_LIMIT_PERSISTENT),
+	MW_COUNTER(limit_hits_memory, MW_STAT_LIMIT_MEMORY),
 };
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -82,6 +89,13 @@ static ssize_t watches_active_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_watches));
 }
 
+/* Users holding at least one context (per-user accounting entries). */
+static ssize_t users_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", mw_nr_users());
+}
+
 /* Every notification that was not an invalidation, whatever its reason. */
 static ssize_t filtered_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
@@ -95,8 +109,9 @@ static struct kobj_attribute mw_version_attr = __ATTR_RO(version);
 static struct kobj_attribute mw_contexts_attr = __ATTR_RO(contexts);
 static struct kobj_attribute mw_watches_active_attr = __ATTR_RO(watches_active);
 static struct kobj_attribute mw_filtered_attr = __ATTR_RO(filtered);
+static struct kobj_attribute mw_users_attr = __ATTR_RO(users);
 
-static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 5];
+static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 6];
 static const struct attribute_group mw_group = { .attrs = mw_attrs };
 static struct kobject *mw_kobj;
 
@@ -109,6 +124,7 @@ int mw_sysfs_init(void)
 	mw_attrs[n++] = &mw_contexts_attr.attr;
 	mw_attrs[n++] = &mw_watches_active_attr.attr;
 	mw_attrs[n++] = &mw_filtered_attr.attr;
+	mw_attrs[n++] = &mw_users_attr.attr;
 	for (i = 0; i < ARRAY_SIZE(mw_counters); i++)
 		mw_attrs[n++] = &mw_counters[i].attr.attr;
 	mw_attrs[n] = NULL;
@@ -152,7 +168,8 @@ void mw_show_fdinfo(struct seq_file *m, struct file *file)
 	spin_unlock(&ctx->lock);
 
 	seq_printf(m, "mmuwatch-abi:\t%d\n", MMUWATCH_ABI_VERSION);
-	seq_printf(m, "mmuwatch-owner-tgid:\t%d\n", ctx->owner_tgid);
+	/* In the reader's pid namespace; 0 if the owner is not visible there. */
+	seq_printf(m, "mmuwatch-owner-tgid:\t%d\n", pid_vnr(ctx->owner));
 	seq_printf(m, "mmuwatch-words:\t%u\n", words);
 	seq_printf(m, "mmuwatch-slots-used:\t%u\n", used);
 	seq_printf(m, "mmuwatch-persistent:\t%u\n", persistent);

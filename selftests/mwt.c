@@ -27,22 +27,10 @@ int mwt_open(struct mwt *m, uint32_t ring_entries, uint32_t nr_words)
 	m->fd = open(MMUWATCH_DEVICE, O_RDWR | O_CLOEXEC);
 	if (m->fd < 0)
 		return -errno;
-	if ((ring_entries || nr_words) &&
-	    ioctl(m->fd, MMUWATCH_IOC_SETUP, &s))
+	/* 0, 0: the module's defaults. mmap needs a set-up context. */
+	if (ioctl(m->fd, MMUWATCH_IOC_SETUP, &s) ||
+	    ioctl(m->fd, MMUWATCH_IOC_INFO, &m->info))
 		goto fail;
-	/* mmap sets the context up with defaults if SETUP was skipped. */
-	if (ioctl(m->fd, MMUWATCH_IOC_INFO, &m->info))
-		goto fail;
-	if (!m->info.ring_entries) {
-		void *p = mmap(NULL, mwt_page, PROT_READ, MAP_SHARED, m->fd,
-			       MMUWATCH_MMAP_WORDS);
-
-		if (p == MAP_FAILED)
-			goto fail;
-		munmap(p, mwt_page);
-		if (ioctl(m->fd, MMUWATCH_IOC_INFO, &m->info))
-			goto fail;
-	}
 	m->ring_size = m->info.ring_mmap_size;
 	m->words_size = m->info.words_mmap_size;
 	m->ring = mmap(NULL, m->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED,

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmuwatch: per-user accounting. Every context, watch (persistent ones
+ * included) and kilobyte of setup memory (ring, validity words, slot
+ * arrays) is charged to the effective uid that opened the context, against
+ * limits root can change at run time (module parameters max_user_*), so
+ * what one user can pin does not grow with the fds it opens.
+ *
+ * inotify does this with ucounts (inc_ucount() with its own
+ * UCOUNT_INOTIFY_* types), but enum ucount_type is fixed when the kernel is
+ * built and inc_ucount() is not exported, so a module cannot add a type.
+ * Hence a small hash of refcounted entries keyed on the kuid: contexts hold
+ * a reference on their entry, which goes when the last context of the user
+ * is released. Like ucounts, the key is the kuid, so a user namespace
+ * mapping to the same kuid shares the budget.
+ */
+#include <linux/cred.h>
+#include <linux/hashtable.h>
+#include <linux/refcount.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uidgid.h>
+#include "mmuwatch.h"
+
+struct mw_user {
+	struct hlist_node node;		/* mw_users, under mw_users_lock */
+	kuid_t uid;
+	refcount_t ref;			/* one per context */
+	atomic_long_t used[MW_U_NR];
+};
+
+#define MW_USERS_BITS 6
+static DEFINE_HASHTABLE(mw_users, MW_USERS_BITS);
+static DEFINE_SPINLOCK(mw_users_lock);
+static atomic_long_t mw_users_count = ATOMIC_LONG_INIT(0);
+
+static const enum mw_stat mw_limit_stat[MW_U_NR] = {
+	[MW_U_CONTEXTS] = MW_STAT_LIMIT_CONTEXTS,
+	[MW_U_WATCHES] = MW_STAT_LIMIT_WATCHES,
+	[MW_U_PERSISTENT] = MW_STAT_LIMIT_PERSISTENT,
+	[MW_U_MEMORY_KB] = MW_STAT_LIMIT_MEMORY,
+};
+
+static struct mw_user *mw_user_find(kuid_t uid)
+{
+	struct mw_user *u;
+
+	hash_for_each_possible(mw_users, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+/* The entry of the current effective uid, referenced; NULL: no memory. */
+struct mw_user *mw_user_get(void)
+{
+	kuid_t uid = current_euid();
+	struct mw_user *u, *fresh;
+
+	spin_lock(&mw_users_lock);
+	u = mw_user_find(uid);
+	if (u)
+		refcount_inc(&u->ref);
+	spin_unlock(&mw_users_lock);
+	if (u)
+		return u;
+
+	fresh = kzalloc(sizeof(*fresh), MW_GFP);
+	if (!fresh)
+		return NULL;
+	fresh->uid = uid;
+	refcount_set(&fresh->ref, 1);
+	spin_lock(&mw_users_lock);
+	u = mw_user_find(uid);
+	if (u) {
+		/* Another open of the same user won the race. */
+		refcount_inc(&u->ref);
+	} else {
+		hash_add(mw_users, &fresh->node, __kuid_val(uid));
+		atomic_long_inc(&mw_users_count);
+		u = fresh;
+		fresh = NULL;
+	}
+	spin_unlock(&mw_users_lock);
+	kfree(fresh);
+	return u;
+}
+
+void mw_user_put(struct mw_user *u)
+{
+	if (!refcount_dec_and_lock(&u->ref, &mw_users_lock))
+		return;
+	hash_del(&u->node);
+	atomic_long_dec(&mw_users_count);
+	spin_unlock(&mw_users_lock);
+	kfree(u);
+}
+
+/*
+ * Charge n units of 'which' to the context's user. Fails (-ENOSPC, the
+ * caller maps it) when the user's total would pass max_user_<which>,
+ * unless the context is exempt; the count stays exact under races.
+ */
+int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which, unsigned long n)
+{
+	atomic_long_t *v = &ctx->user->used[which];
+	unsigned long limit = READ_ONCE(mw_max_user[which]);
+	long old = atomic_long_read(v);
+
+	do {
+		if (!ctx->exempt && old + n > limit) {
+			mw_stat_inc(mw_limit_stat[which]);
+			return -ENOSPC;
+		}
+	} while (!atomic_long_try_cmpxchg(v, &old, old + n));
+	return 0;
+}
+
+void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
+		      unsigned long n)
+{
+	atomic_long_sub(n, &ctx->user->used[which]);
+}
+
+/* Users holding at least one context (sysfs 'users'). */
+long mw_nr_users(void)
+{
+	return atomic_long_read(&mw_users_count);
+}
