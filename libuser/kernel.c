@@ -92,7 +92,16 @@ int mwu_kernel_open(void)
 	su.ring_entries = env_uint("MMUWATCH_RING", 1U << 14);
 	if (su.ring_entries > info.max_ring_entries)
 		su.ring_entries = info.max_ring_entries;
-	if (ioctl(fd, MMUWATCH_IOC_SETUP, &su) && errno != EBUSY) {
+	/* ENOSPC: the user's max_user_memory_kb is nearly used up by other
+	 * contexts (e.g. many ranks on the node): ask for less, down to 1k.
+	 */
+	while (ioctl(fd, MMUWATCH_IOC_SETUP, &su) && errno != EBUSY) {
+		if (errno == ENOSPC && su.nr_words > 1024) {
+			su.nr_words /= 2;
+			su.ring_entries = su.ring_entries > 1024 ?
+						  su.ring_entries / 2 : su.ring_entries;
+			continue;
+		}
 		mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: SETUP: %s", strerror(errno));
 		goto fail;
 	}

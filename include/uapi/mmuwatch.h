@@ -32,10 +32,24 @@
  *   ERANGE    range not entirely inside user space
  *   E2BIG     batch larger than info.max_batch
  *   ENOSPC    per-context watch limit (module parameter max_watches) reached,
- *             or, for MMUWATCH_WATCH_F_PERSISTENT, max_persistent reached
+ *             or, for MMUWATCH_WATCH_F_PERSISTENT, max_persistent reached;
+ *             or a per-user limit: max_user_watches / max_user_persistent
+ *             (WATCH), max_user_memory_kb (SETUP, or the first WATCH that
+ *             sets up with the defaults)
+ *   EMFILE    open(): the user already holds max_user_contexts contexts
  *   ENOENT    unwatch of a slot/token that is not (or no longer) watched
  *   EBUSY     SETUP after the context was already set up
  *   ENOMEM    out of memory (memory is charged to the caller's memcg)
+ *
+ * Per-user limits (module parameters, root changes them at run time in
+ * /sys/module/mmuwatch/parameters/): contexts, watches (persistent ones
+ * included), persistent watches and setup memory (ring, words and the
+ * kernel's slot arrays, in KiB) are counted per effective uid of the
+ * opener, over all its contexts and processes, like inotify's
+ * max_user_instances/max_user_watches. Root is limited too unless the
+ * root_exempt parameter is set (then contexts opened with CAP_SYS_ADMIN
+ * are not limited, but still counted). Each refusal counts in
+ * /sys/kernel/mmuwatch/limit_hits_{contexts,watches,persistent,memory}.
  *
  * Details of ABI v1 as implemented by mmuwatch.ko:
  * - Ranges are rounded out to whole pages. An event's [start, end) is the
@@ -44,8 +58,10 @@
  *   SETUP sizes above info.max_ring_entries / the max_watches parameter are
  *   EINVAL; the word array of a context is its watch limit (info.max_watches
  *   after setup; before it, the largest nr_words SETUP accepts). A slot
- *   frees when its dead watch has been reaped, which WATCH waits for
- *   before failing with ENOSPC.
+ *   frees when its dead watch has been reaped. WATCH on a full table
+ *   first reaps the context's own dead watches itself; it never waits for
+ *   deferred work, so while that work is removing dead watches WATCH
+ *   can fail with ENOSPC (retry, or unwatch).
  * - Validity check: valid iff words[slot] == token. A dead slot may later
  *   hold a newer generation's token, so never test for token | 1 alone.
  *   UNWATCH also sets token | 1 and queues no event.
@@ -54,8 +70,15 @@
  * - mmap: offset MMUWATCH_MMAP_RING needs MAP_SHARED (else EINVAL);
  *   MMUWATCH_MMAP_WORDS refuses PROT_WRITE (EACCES) and can never be made
  *   writable. Unknown offset or a length beyond *_mmap_size: EINVAL; from
- *   another mm: EBADFD. The first mmap or WATCH sets up with the defaults.
- *   Mappings are inherited by fork() (they still describe the parent).
+ *   another mm: EBADFD. mmap of a context that is not set up yet is
+ *   EINVAL: SETUP (or the first WATCH, with the defaults) allocates the
+ *   ring and words, never mmap, which runs under the mmap lock.
+ *   Both mappings are VM_DONTCOPY: a forked child does not inherit them
+ *   (it cannot write the parent's ring header or read its words; its
+ *   copy of the fd gets EBADFD for ioctl/mmap anyway). A process that
+ *   undoes this with madvise(MADV_DOFORK) shares its ring with the child
+ *   on purpose. Nothing written to the ring mapping can harm the kernel:
+ *   only the tail is read, and a bad one means "ring full" (see read()).
  * - read(): any process holding the fd. Copies whole events (count below
  *   sizeof(struct mmuwatch_event) is EINVAL) and advances ring->tail.
  *   Nothing pending: EAGAIN with O_NONBLOCK, else it sleeps; nothing
@@ -67,6 +90,10 @@
  *   or poll() on the context (they get EIO / EPOLLERR at once); if
  *   nobody reads or polls, sleepers see it at the next event.
  * - poll(): EPOLLIN | EPOLLRDNORM when events are pending or overflow is set.
+ *   Wake-ups are batched like a pipe's: one per notifier callback, and
+ *   only when the ring was empty before it (or the overflow flag was just
+ *   set). An edge-triggered epoll user must drain the ring on each
+ *   wake-up.
  * - Reasons measured on Debian 6.1 and 6.12 (identical): munmap, mremap
  *   (moved or shrunk part), MAP_FIXED over, brk shrink, shmdt: UNMAP;
  *   madvise DONTNEED/FREE/REMOVE, truncate and punch hole (any process),
@@ -102,10 +129,24 @@
  *   any other (overflow flag, lost count), and since no validity word
  *   records them, a consumer of a persistent watch must treat an overflow
  *   as "anything in the watched range may have changed". An invalidation
- *   racing with WATCH itself (seen by mmu_interval_read_retry()) queues
- *   one CLEAR event over the whole watch.
+ *   racing with WATCH itself queues exactly one CLEAR event over the whole
+ *   watch (never a second event for the same invalidation). All
+ *   persistent watches of a context share one notifier over the whole
+ *   address space: their number does not multiply the cost of an
+ *   invalidation.
+ * - What a context sees when its owner's address space goes away (exit,
+ *   exec, or the last user of the mm; the fd may live on in another
+ *   process via SCM_RIGHTS or an inherited fd, where read() still works):
+ *   every live one-shot watch: one RELEASE event over the whole watch
+ *   (word: token | 1); every persistent watch: one RELEASE event over the
+ *   whole watch, then one UNMAP event per range exit unmaps, clipped to
+ *   the watch (one for a watch of the whole address space), its word
+ *   unchanged. Events are lost as usual when the ring is full. Watches
+ *   made after that cannot exist (ioctls from other processes are
+ *   EBADFD); the context is freed when the last fd closes.
  * - Global counters: /sys/kernel/mmuwatch/; per context:
- *   /proc/<pid>/fdinfo/<fd> (mmuwatch-* lines). 'filtered' is the sum of
+ *   /proc/<pid>/fdinfo/<fd> (mmuwatch-* lines; mmuwatch-owner-tgid is the
+ *   opener's pid in the reader's pid namespace, 0 if not visible there). 'filtered' is the sum of
  *   filtered_protection_vma, filtered_protection_page and
  *   filtered_soft_dirty (notifications that did not invalidate);
  *   'repeat_ignored' counts invalidations that reached a watch already
