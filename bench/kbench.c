@@ -12,6 +12,15 @@
  *   mw-kbench watch N [ROUNDS]        watch/unwatch cost per range, single
  *                                     ioctls vs batches
  *   mw-kbench events N [ROUNDS]       events per second through the ring
+ *   mw-kbench unmap N                 one munmap tearing down N watches
+ *                                     (ms), then until they are reaped
+ *   mw-kbench exit N                  SIGKILL of a process holding N
+ *                                     watches: kill to waitpid (ms)
+ *   mw-kbench dos PAGES REPS MODE     (root) ftruncate by uid 65533 of a
+ *                                     PAGES-page shmem file that uid 65534
+ *                                     maps; MODE none: no module use,
+ *                                     max: the mapper holds everything its
+ *                                     default per-user limits allow
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uapi/mmuwatch.h>
@@ -328,6 +341,294 @@ static int bench_events(long n, int rounds)
 	return 0;
 }
 
+static long long sysfs_num(const char *dir, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+#define MW_SYSFS "/sys/kernel/mmuwatch"
+#define MW_PARAMS "/sys/module/mmuwatch/parameters"
+
+/* Name a count like the other figures: 524288 -> 512k, 1048576 -> 1m. */
+static void count_name(char *buf, size_t len, long n)
+{
+	if (n >= 1L << 20 && n % (1L << 20) == 0)
+		snprintf(buf, len, "%ldm", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, len, "%ldk", n >> 10);
+	else
+		snprintf(buf, len, "%ld", n);
+}
+
+/* Wait until the module's active watches drop to at most 'target'. */
+static void wait_watches(long long target)
+{
+	while (sysfs_num(MW_SYSFS, "watches_active") > target)
+		usleep(1000);
+}
+
+static int bench_unmap(long n)
+{
+	struct mmuwatch_range *r = calloc(n, sizeof(*r));
+	long long base = sysfs_num(MW_SYSFS, "watches_active");
+	uint64_t t0, t1, t2;
+	char name[32];
+	char *area;
+	int fd;
+
+	if (!r)
+		die("calloc");
+	fd = open_ctx(64, n);
+	area = mmap(NULL, n * page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (area == MAP_FAILED)
+		die("mmap");
+	watch_pages(fd, area, n, r);
+	t0 = now_ns();
+	if (munmap(area, n * page))
+		die("munmap");
+	t1 = now_ns();
+	/* The notifiers are removed by the context's deferred work. */
+	wait_watches(base);
+	t2 = now_ns();
+	count_name(name, sizeof(name), n);
+	printf("RESULT unmap_%s_watches_ms %.1f ms\n", name, (t1 - t0) / 1e6);
+	printf("RESULT unmap_%s_watches_reaped_ms %.1f ms\n", name,
+	       (t2 - t0) / 1e6);
+	close(fd);
+	return 0;
+}
+
+static int bench_exit(long n)
+{
+	long long base = sysfs_num(MW_SYSFS, "watches_active");
+	uint64_t t0, t1;
+	int p[2], st;
+	char c, name[32];
+	pid_t pid;
+
+	if (pipe(p))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		struct mmuwatch_range *r = calloc(n, sizeof(*r));
+		char *area = mmap(NULL, n * page, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				  -1, 0);
+		int fd = open_ctx(64, n);
+
+		if (!r || area == MAP_FAILED)
+			die("child alloc");
+		watch_pages(fd, area, n, r);
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1) {
+		fprintf(stderr, "mw-kbench: exit child failed\n");
+		return 1;
+	}
+	t0 = now_ns();
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &st, 0) != pid)
+		die("waitpid");
+	t1 = now_ns();
+	if (!WIFSIGNALED(st)) {
+		fprintf(stderr, "mw-kbench: exit child not killed\n");
+		return 1;
+	}
+	/* The fd was closed by the exit: nothing of the child may remain. */
+	if (sysfs_num(MW_SYSFS, "watches_active") > base) {
+		fprintf(stderr, "mw-kbench: watches left after exit\n");
+		return 1;
+	}
+	count_name(name, sizeof(name), n);
+	printf("RESULT exit_%s_watches_ms %.1f ms\n", name, (t1 - t0) / 1e6);
+	return 0;
+}
+
+/*
+ * dos: the mapper (uid 65534) maps a shared shmem file of the truncater
+ * (uid 65533). Each round the mapper faults the pages in and, in mode max,
+ * re-arms its one-shot watches on them and empties its rings; then the
+ * truncater times ftruncate(0) (every mapped page is invalidated in the
+ * mapper's mm) and refills the file, untimed. In mode max the mapper
+ * holds its default per-user maximum: max_user_contexts contexts,
+ * max_user_persistent whole-address-space persistent watches spread one
+ * per context (the costliest layout: one notifier callback each), and
+ * max_user_watches watches in all: one one-shot watch per file page, the
+ * rest on an untouched area of its own.
+ */
+struct dos_ctx {
+	int fd;
+	struct mmuwatch_ring *ring;
+};
+
+static void dos_mapper(int f, long pages, long reps, int max, int rfd,
+		       int wfd)
+{
+	long ctxs = 0, pers = 0, watches = 0, i, k, per, rest;
+	struct mmuwatch_range *fr = NULL, pr;
+	struct dos_ctx *c = NULL;
+	volatile char sink;
+	char *map;
+
+	map = mmap(NULL, pages * page, PROT_READ, MAP_SHARED, f, 0);
+	if (map == MAP_FAILED)
+		die("mapper mmap");
+	if (max) {
+		ctxs = sysfs_num(MW_PARAMS, "max_user_contexts");
+		pers = sysfs_num(MW_PARAMS, "max_user_persistent");
+		watches = sysfs_num(MW_PARAMS, "max_user_watches");
+		if (ctxs < 1 || pers < 0 || watches < pages + pers)
+			die("dos: limits");
+		c = calloc(ctxs, sizeof(*c));
+		fr = calloc(pages, sizeof(*fr));
+		if (!c || !fr)
+			die("calloc");
+		/* One-shot watches other than the file's, spread evenly. */
+		rest = watches - pages - pers;
+		per = rest / ctxs + 1;
+		for (i = 0; i < ctxs; i++) {
+			c[i].fd = open_ctx(64, per + 2 * pages + 8);
+			c[i].ring = mmap(NULL, page, PROT_READ | PROT_WRITE,
+					 MAP_SHARED, c[i].fd,
+					 MMUWATCH_MMAP_RING);
+			if (c[i].ring == MAP_FAILED)
+				die("mmap ring");
+		}
+		for (i = 0; i < pers; i++) {
+			int ret;
+
+			pr = (struct mmuwatch_range){ .start = 0,
+				.len = (uint64_t)1 << 47, .cookie = i,
+				.flags = MMUWATCH_WATCH_F_PERSISTENT };
+			/* The whole address space: 2^47 - 1 page on x86-64. */
+			while ((ret = ioctl(c[i % ctxs].fd, MMUWATCH_IOC_WATCH,
+					    &pr)) && errno == ERANGE &&
+			       pr.len > page)
+				pr.len -= page;
+			if (ret)
+				die("persistent watch");
+		}
+		for (i = 0, k = 0; i < ctxs && rest > 0; i++, rest -= k) {
+			struct mmuwatch_range *r;
+			char *a;
+
+			k = rest < per ? rest : per;
+			r = calloc(k, sizeof(*r));
+			a = mmap(NULL, k * page, PROT_READ,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				 -1, 0);
+			if (!r || a == MAP_FAILED)
+				die("dos area");
+			watch_pages(c[i].fd, a, k, r);
+			free(r);
+		}
+	}
+	for (k = 0; k < reps; k++) {
+		char go;
+
+		/* The truncater has refilled the file. */
+		if (read(rfd, &go, 1) != 1)
+			die("dos sync");
+		for (i = 0; i < pages; i++)
+			sink = map[i * page];
+		(void)sink;
+		if (max) {
+			/* Re-arm the file's watches in context 0. */
+			watch_pages(c[0].fd, map, pages, fr);
+			for (i = 0; i < ctxs; i++)
+				__atomic_store_n(&c[i].ring->tail,
+						 __atomic_load_n(&c[i].ring->head,
+								 __ATOMIC_ACQUIRE),
+						 __ATOMIC_RELEASE);
+		}
+		if (write(wfd, "x", 1) != 1)
+			die("dos sync");
+	}
+	_exit(0);
+}
+
+static int bench_dos(long pages, long reps, const char *mode)
+{
+	int max = !strcmp(mode, "max"), to[2], from[2], f, st;
+	uint64_t *t = calloc(reps, sizeof(*t));
+	struct rlimit rl = { 1 << 16, 1 << 16 };
+	char *buf = calloc(1, page);
+	pid_t pid;
+	long k, i;
+
+	if (!t || !buf)
+		die("calloc");
+	if (!max && strcmp(mode, "none"))
+		return 2;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		die("setrlimit");
+	/* As the udev rule of an installed node: any user may open it. */
+	if (max && chmod(MMUWATCH_DEVICE, 0666))
+		die("chmod " MMUWATCH_DEVICE);
+	/* A shmem file (as on tmpfs), inherited by the mapper. */
+	f = memfd_create("mw-kbench-dos", 0);
+	if (f < 0 || ftruncate(f, pages * page))
+		die("dos file");
+	memset(buf, 1, page);
+	if (pipe(to) || pipe(from))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		close(to[1]);
+		close(from[0]);
+		if (setgid(65534) || setuid(65534))
+			die("setuid mapper");
+		dos_mapper(f, pages, reps, max, to[0], from[1]);
+	}
+	/* Only the mapper holds these: its death is EOF here. */
+	close(to[0]);
+	close(from[1]);
+	if (setgid(65533) || setuid(65533))
+		die("setuid truncater");
+	for (k = 0; k < reps; k++) {
+		uint64_t t0;
+		char c;
+
+		if (ftruncate(f, pages * page))
+			die("ftruncate up");
+		for (i = 0; i < pages; i++)
+			if (pwrite(f, buf, page, i * page) != (ssize_t)page)
+				die("pwrite");
+		/* The mapper faults the pages in and re-arms. */
+		if (write(to[1], "x", 1) != 1 || read(from[0], &c, 1) != 1)
+			die("dos: mapper died");
+		t0 = now_ns();
+		if (ftruncate(f, 0))
+			die("ftruncate");
+		t[k] = now_ns() - t0;
+	}
+	close(to[1]);
+	waitpid(pid, &st, 0);
+	printf("RESULT dos_foreign_truncate_%s %llu ns\n", mode,
+	       (unsigned long long)median(t, reps));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	page = (size_t)sysconf(_SC_PAGESIZE);
@@ -337,6 +638,13 @@ int main(int argc, char **argv)
 		return bench_watch(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
 	if (argc >= 3 && !strcmp(argv[1], "events"))
 		return bench_events(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
-	fprintf(stderr, "usage: mw-kbench munmap WATCHES [REPS] | watch N [ROUNDS] | events N [ROUNDS]\n");
+	if (argc >= 3 && !strcmp(argv[1], "unmap"))
+		return bench_unmap(atol(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "exit"))
+		return bench_exit(atol(argv[2]));
+	if (argc >= 5 && !strcmp(argv[1], "dos"))
+		return bench_dos(atol(argv[2]), atol(argv[3]), argv[4]);
+	fprintf(stderr, "usage: mw-kbench munmap WATCHES [REPS] | watch N [ROUNDS] | events N [ROUNDS]\n"
+		"       | unmap N | exit N | dos PAGES REPS none|max\n");
 	return 2;
 }

@@ -81,7 +81,7 @@ struct mw_ctx *mw_ctx_create(void)
 	}
 	/* Root is limited too, unless the administrator said otherwise. */
 	ctx->exempt = READ_ONCE(mw_root_exempt) && capable(CAP_SYS_ADMIN);
-	if (mw_user_charge(ctx, MW_U_CONTEXTS, 1)) {
+	if (mw_user_charge(ctx, MW_U_CONTEXTS, 1, true)) {
 		mw_user_put(ctx->user);
 		kfree(ctx);
 		/* Like inotify_init() at max_user_instances. */
@@ -166,7 +166,7 @@ int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 	if (ctx->ready)
 		goto out;
 	kb = mw_setup_kb(ring_entries, nr_words);
-	ret = mw_user_charge(ctx, MW_U_MEMORY_KB, kb);
+	ret = mw_user_charge(ctx, MW_U_MEMORY_KB, kb, true);
 	if (ret)
 		goto out;
 	ctx->charged_kb = kb;

@@ -187,7 +187,7 @@ extern bool mw_root_exempt;
 struct mw_user *mw_user_get(void);
 void mw_user_put(struct mw_user *u);
 int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which,
-		   unsigned long n);
+		   unsigned long n, bool count);
 void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
 		      unsigned long n);
 long mw_nr_users(void);

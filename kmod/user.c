@@ -100,8 +100,10 @@ void mw_user_put(struct mw_user *u)
  * Charge n units of 'which' to the context's user. Fails (-ENOSPC, the
  * caller maps it) when the user's total would pass max_user_<which>,
  * unless the context is exempt; the count stays exact under races.
+ * 'count': a failure is final, count it in limit_hits_<which>.
  */
-int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which, unsigned long n)
+int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which, unsigned long n,
+		   bool count)
 {
 	atomic_long_t *v = &ctx->user->used[which];
 	unsigned long limit = READ_ONCE(mw_max_user[which]);
@@ -109,7 +111,8 @@ int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which, unsigned long n)
 
 	do {
 		if (!ctx->exempt && old + n > limit) {
-			mw_stat_inc(mw_limit_stat[which]);
+			if (count)
+				mw_stat_inc(mw_limit_stat[which]);
 			return -ENOSPC;
 		}
 	} while (!atomic_long_try_cmpxchg(v, &old, old + n));

@@ -249,18 +249,29 @@ static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
 }
 
 /*
- * Remove the notifiers of dead watches taken off ctx->dead. Runs in the
- * context's own work item or in its owner (WATCH at a full table), never
- * waiting for another context: mmu_interval_notifier_remove() only waits
- * for callbacks running on this context's mm.
+ * Remove the notifiers of dead watches, taking them off ctx->dead one at a
+ * time, so that the context's work item and its owner (WATCH at a full
+ * table) can reap side by side: the owner never waits for the work, and at
+ * most the one watch the work is removing is out of its reach. Neither
+ * waits for another context: mmu_interval_notifier_remove() only waits
+ * for callbacks running on this context's mm. Returns the number reaped.
  */
-static void mw_reap_list(struct mw_ctx *ctx, struct list_head *list)
+static unsigned long mw_reap_dead(struct mw_ctx *ctx)
 {
-	struct mw_watch *w, *tmp;
+	unsigned long n = 0;
+	struct mw_watch *w;
 
-	list_for_each_entry_safe(w, tmp, list, node) {
+	for (;;) {
+		spin_lock(&ctx->lock);
+		w = list_first_entry_or_null(&ctx->dead, struct mw_watch, node);
+		if (w)
+			list_del_init(&w->node);
+		spin_unlock(&ctx->lock);
+		if (!w)
+			return n;
 		mmu_interval_notifier_remove(&w->mni);
 		mw_free_watch(ctx, w);
+		n++;
 		/* One munmap can kill millions of watches. */
 		cond_resched();
 	}
@@ -268,13 +279,13 @@ static void mw_reap_list(struct mw_ctx *ctx, struct list_head *list)
 
 void mw_reap_work(struct work_struct *work)
 {
-	struct mw_ctx *ctx = container_of(work, struct mw_ctx, reap_work);
-	LIST_HEAD(list);
+	mw_reap_dead(container_of(work, struct mw_ctx, reap_work));
+}
 
-	spin_lock(&ctx->lock);
-	list_splice_init(&ctx->dead, &list);
-	spin_unlock(&ctx->lock);
-	mw_reap_list(ctx, &list);
+/* Reap this context's dead watches in the caller. True if any were. */
+static bool mw_reap_own(struct mw_ctx *ctx)
+{
+	return mw_reap_dead(ctx) > 0;
 }
 
 /*
@@ -286,7 +297,6 @@ void mw_reap_work(struct work_struct *work)
 static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
 {
 	bool reaped = false;
-	LIST_HEAD(list);
 
 	for (;;) {
 		spin_lock(&ctx->lock);
@@ -297,11 +307,9 @@ static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
 		}
 		if (ctx->nr_free)
 			break;
-		list_splice_init(&ctx->dead, &list);
 		spin_unlock(&ctx->lock);
-		if (reaped || list_empty(&list))
+		if (reaped || !mw_reap_own(ctx))
 			return -ENOSPC;
-		mw_reap_list(ctx, &list);
 		reaped = true;
 	}
 	w->slot = ctx->free_slots[--ctx->nr_free];
@@ -317,13 +325,13 @@ static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
 }
 
 /* Charge the watch to the user: ENOSPC past max_user_watches/_persistent. */
-static int mw_charge_watch(struct mw_ctx *ctx, bool persistent)
+static int mw_charge_watch(struct mw_ctx *ctx, bool persistent, bool count)
 {
-	int ret = mw_user_charge(ctx, MW_U_WATCHES, 1);
+	int ret = mw_user_charge(ctx, MW_U_WATCHES, 1, count);
 
 	if (ret || !persistent)
 		return ret;
-	ret = mw_user_charge(ctx, MW_U_PERSISTENT, 1);
+	ret = mw_user_charge(ctx, MW_U_PERSISTENT, 1, count);
 	if (ret)
 		mw_user_uncharge(ctx, MW_U_WATCHES, 1);
 	return ret;
@@ -403,7 +411,12 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 		if (ret)
 			return ret;
 	}
-	ret = mw_charge_watch(ctx, persistent);
+	/* The user's dead watches count until reaped: reap ours first. */
+	ret = mw_charge_watch(ctx, persistent, false);
+	if (ret) {
+		mw_reap_own(ctx);
+		ret = mw_charge_watch(ctx, persistent, true);
+	}
 	if (ret)
 		goto out_trace;
 	ret = -ENOMEM;

@@ -17,6 +17,17 @@
 #                                 (first over second, like the munmap
 #                                 ratios; < 1: batching is cheaper)
 #   unwatch_batch_vs_single     = the same for UNWATCH_BATCH / UNWATCH
+#   dos_foreign_truncate_vs_none = ftruncate(0) by uid 65533 of a
+#                                 MW_DOS_PAGES-page tmpfs file that uid
+#                                 65534 maps while holding everything its
+#                                 default per-user limits allow (contexts,
+#                                 watches incl. one per file page,
+#                                 persistent watches) / the same with the
+#                                 module not loaded (goal <= 2)
+# Teardown at scale: unmap_512k_watches_ms (one munmap over 512k watched
+# pages; _reaped_ms until deferred removal is done) and exit_1m_watches_ms
+# (SIGKILL to waitpid of a process holding 1M watches).
+# MW_TIMEOUT=1500
 set -eu
 B=$MW_TOP/build/bench/mw-kbench
 KO=${MW_KO:?}
@@ -43,17 +54,30 @@ for r in $(seq "$ROUNDS"); do
 done
 "$B" watch 4096 9 >> "$log"
 "$B" events 16384 9 >> "$log"
+"$B" unmap 524288 >> "$log"
+"$B" exit 1048576 >> "$log"
+DOS_PAGES=${MW_DOS_PAGES:-256} DOS_REPS=${MW_DOS_REPS:-41}
+for r in $(seq "$ROUNDS"); do
+	rmmod mmuwatch
+	"$B" dos "$DOS_PAGES" "$DOS_REPS" none >> "$log"
+	insmod "$KO"
+	"$B" dos "$DOS_PAGES" "$DOS_REPS" max >> "$log"
+done
 
 for n in munmap_no_module munmap_0_watches munmap_1_watches munmap_1k_watches \
 	munmap_100k_watches; do
 	echo "RESULT $n $(med $n) ns"
 done
-grep -E '^RESULT (watch|unwatch|ring|read)_' "$log"
+grep -E '^RESULT (watch|unwatch|ring|read|unmap|exit)_' "$log"
+for n in dos_foreign_truncate_none dos_foreign_truncate_max; do
+	echo "RESULT $n $(med $n) ns"
+done
 none=$(med munmap_no_module)
 for n in 0 1 1k 100k; do
 	echo "RESULT munmap_${n}_watches_vs_none $(ratio "$(med munmap_${n}_watches)" "$none") x"
 done
 echo "# *_batch_vs_single = (time per range, batch) / (time per range, single): < 1 = batch cheaper"
 echo "RESULT watch_batch_vs_single $(ratio "$(med watch_batch)" "$(med watch_single)") x"
+echo "RESULT dos_foreign_truncate_vs_none $(ratio "$(med dos_foreign_truncate_max)" "$(med dos_foreign_truncate_none)") x"
 echo "RESULT unwatch_batch_vs_single $(ratio "$(med unwatch_batch)" "$(med unwatch_single)") x"
 rm -f "$log"

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ABI hardening: fdinfo shows the owner's pid in the reader's pid
+ * namespace; the ring and words mappings are not inherited by fork()
+ * (VM_DONTCOPY); random writes to the whole shared ring while events flow
+ * never make the kernel misbehave (the words stay exact, the kernel's own
+ * indexes survive, RESET_OVERFLOW recovers); rmmod with the fd closed but a
+ * mapping alive is refused, and the mapping stays usable. Each test has a
+ * control showing it can tell the difference.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "mwt.h"
+
+#define P mwt_page
+
+static bool have_device(void)
+{
+	return !access(MMUWATCH_DEVICE, F_OK) || getenv("MWT_REQUIRE_DEVICE");
+}
+
+/* The mmuwatch-owner-tgid value of /proc/<pid>/fdinfo/<fd>, or -1. */
+static long owner_tgid(pid_t pid, int fd)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "mmuwatch-owner-tgid: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+TEST(fdinfo_pid_in_reader_namespace)
+{
+	struct mwt m;
+	pid_t me = getpid(), pid;
+	int p[2], st;
+	long v = -2;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	if (geteuid())
+		SKIP(return, "needs root (CLONE_NEWPID)");
+	ASSERT_EQ(0, mwt_open(&m, 16, 16));
+	/* Control: in our own namespace the owner is us. */
+	EXPECT_EQ(me, owner_tgid(me, m.fd));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		pid_t g;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(1);
+		g = fork();	/* pid 1 of the new namespace */
+		if (g == 0) {
+			long x = owner_tgid(me, m.fd);
+
+			_exit(write(p[1], &x, sizeof(x)) == sizeof(x) ? 0 : 1);
+		}
+		_exit(waitpid(g, &st, 0) == g && WIFEXITED(st) ?
+		      WEXITSTATUS(st) : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, st);
+	ASSERT_EQ((ssize_t)sizeof(v), read(p[0], &v, sizeof(v)));
+	/* We are not visible from the child namespace: 0, not our pid. */
+	EXPECT_EQ(0, v);
+	mwt_close(&m);
+}
+
+/* Child: read the first word of addr; exit 0 if it could. */
+static int child_reads(const volatile uint64_t *addr)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		uint64_t x = *addr;
+
+		(void)x;
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
+TEST(mappings_not_inherited)
+{
+	struct mwt m;
+	void *again;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	ASSERT_EQ(0, mwt_open(&m, 16, 16));
+	EXPECT_EQ(SIGSEGV, child_reads((uint64_t *)m.ring));
+	EXPECT_EQ(SIGSEGV, child_reads(m.words));
+	/* Control: a mapping the process hands down on purpose is seen. */
+	again = mmap(NULL, m.words_size, PROT_READ, MAP_SHARED, m.fd,
+		     MMUWATCH_MMAP_WORDS);
+	ASSERT_NE(MAP_FAILED, again);
+	ASSERT_EQ(0, madvise(again, m.words_size, MADV_DOFORK));
+	EXPECT_EQ(0, child_reads(again));
+	munmap(again, m.words_size);
+	mwt_close(&m);
+}
+
+struct fuzz {
+	volatile uint32_t *area;
+	size_t words;
+	volatile int stop;
+	unsigned long writes;
+};
+
+static void *fuzzer(void *arg)
+{
+	struct fuzz *f = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	while (!f->stop) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* Mostly the header (indexes, flags), sometimes events. */
+		f->area[(x >> 32) % (x & 1 ? 16 : f->words)] = (uint32_t)x;
+		f->writes++;
+	}
+	return NULL;
+}
+
+TEST(fuzz_shared_ring_while_events_flow)
+{
+	enum { N = 64, ROUNDS = 200 };
+	struct mmuwatch_range r[N];
+	struct mmuwatch_event ev[N];
+	struct fuzz f = { 0 };
+	unsigned int eio = 0, bad = 0, i, k;
+	struct mwt m;
+	pthread_t th;
+	uint64_t lost;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	ASSERT_EQ(0, mwt_open(&m, 32, 2 * N));
+	f.area = (volatile uint32_t *)m.ring;
+	f.words = m.ring_size / 4;
+	ASSERT_EQ(0, fcntl(m.fd, F_SETFL, O_NONBLOCK));
+	ASSERT_EQ(0, pthread_create(&th, NULL, fuzzer, &f));
+	for (k = 0; k < ROUNDS; k++) {
+		char *buf = mwt_map(N);
+		struct pollfd pfd = { .fd = m.fd, .events = POLLIN };
+		ssize_t n;
+
+		ASSERT_NE(NULL, buf);
+		for (i = 0; i < N; i++)
+			ASSERT_EQ(0, mwt_watch(&m, buf + i * P, P, i, &r[i]));
+		ASSERT_EQ(0, munmap(buf, N * P));
+		/* The words are kernel-only: exact whatever the ring says. */
+		for (i = 0; i < N; i++)
+			if (!mwt_invalid(&m, &r[i]))
+				bad++;
+		poll(&pfd, 1, 0);
+		n = read(m.fd, ev, sizeof(ev));
+		if (n < 0 && errno == EIO)
+			eio++;
+		ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost);
+	}
+	f.stop = 1;
+	pthread_join(th, NULL);
+	EXPECT_EQ(0U, bad);
+	TH_LOG("%lu random writes, %u reads saw a corrupt tail", f.writes, eio);
+	/* Control: the fuzzer did reach the ring (some read saw it). */
+	EXPECT_LT(0U, eio);
+	/* Recovery: repair, then the ring works exactly again. */
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	/* Drain (contents may be fuzzed): then tail == the kernel's head. */
+	while (read(m.fd, ev, sizeof(ev)) > 0)
+		;
+	{
+		char *buf = mwt_map(1);
+		struct mmuwatch_info info;
+
+		ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_INFO, &info));
+		EXPECT_EQ(32U, info.ring_entries);
+		ASSERT_EQ(0, mwt_watch(&m, buf, P, 0x77, &r[0]));
+		ASSERT_EQ(0, munmap(buf, P));
+		ASSERT_EQ((ssize_t)sizeof(ev[0]), read(m.fd, ev, sizeof(ev)));
+		EXPECT_EQ(0x77U, ev[0].cookie);
+		EXPECT_EQ((uintptr_t)buf, ev[0].start);
+		EXPECT_EQ((uintptr_t)buf + P, ev[0].end);
+		EXPECT_EQ((uint32_t)MMUWATCH_REASON_UNMAP, ev[0].reason);
+		EXPECT_EQ(r[0].slot, ev[0].slot);
+	}
+	mwt_close(&m);
+}
+
+TEST(rmmod_refused_while_mapped)
+{
+	long long ctx0 = mwt_counter("contexts");
+	struct mmuwatch_ring *ring;
+	size_t rsz, wsz;
+	uint64_t *words;
+	struct mwt m;
+	int rc;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	if (geteuid() || !mwt_module_loaded())
+		SKIP(return, "needs root and the module");
+	ASSERT_EQ(0, mwt_open(&m, 16, 16));
+	rsz = m.ring_size;
+	wsz = m.words_size;
+	ring = mmap(NULL, rsz, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd,
+		    MMUWATCH_MMAP_RING);
+	words = mmap(NULL, wsz, PROT_READ, MAP_SHARED, m.fd,
+		     MMUWATCH_MMAP_WORDS);
+	ASSERT_NE(MAP_FAILED, ring);
+	ASSERT_NE(MAP_FAILED, words);
+	mwt_close(&m);	/* fd and the helper's mappings gone */
+	EXPECT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	rc = system("rmmod mmuwatch 2>/dev/null");
+	EXPECT_NE(0, rc);
+	ASSERT_TRUE(mwt_module_loaded());
+	/* The mapping still works; zapped pages come back. */
+	EXPECT_EQ(16U, ring->entries);
+	ASSERT_EQ(0, madvise(ring, rsz, MADV_DONTNEED));
+	EXPECT_EQ(16U, ring->entries);
+	EXPECT_EQ(0U, words[0] & 1);
+	munmap(words, wsz);
+	EXPECT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	/* Control: the last mapping was what held the context. */
+	munmap(ring, rsz);
+	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+}
+
+TEST_HARNESS_MAIN
