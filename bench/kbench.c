@@ -471,8 +471,8 @@ static int bench_exit(long n)
  * holds its default per-user maximum: max_user_contexts contexts,
  * max_user_persistent whole-address-space persistent watches spread one
  * per context (the costliest layout: one notifier callback each), and
- * max_user_watches watches in all: one one-shot watch per file page, the
- * rest on an untouched area of its own.
+ * max_user_watches watches in all (less 8): one one-shot watch per file
+ * page, the rest on an untouched area of its own.
  */
 struct dos_ctx {
 	int fd;
@@ -501,8 +501,11 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		fr = calloc(pages, sizeof(*fr));
 		if (!c || !fr)
 			die("calloc");
-		/* One-shot watches other than the file's, spread evenly. */
-		rest = watches - pages - pers;
+		/* One-shot watches other than the file's, spread evenly;
+		 * 8 short of the limit, so re-arming never waits on a dead
+		 * watch still being reaped.
+		 */
+		rest = watches - pages - pers - 8;
 		per = rest / ctxs + 1;
 		for (i = 0; i < ctxs; i++) {
 			c[i].fd = open_ctx(64, per + 2 * pages + 8);

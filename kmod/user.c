@@ -86,14 +86,20 @@ struct mw_user *mw_user_get(void)
 	return u;
 }
 
+/* Once per context close: the lock is taken every time, simply. */
 void mw_user_put(struct mw_user *u)
 {
-	if (!refcount_dec_and_lock(&u->ref, &mw_users_lock))
-		return;
-	hash_del(&u->node);
-	atomic_long_dec(&mw_users_count);
+	bool last;
+
+	spin_lock(&mw_users_lock);
+	last = refcount_dec_and_test(&u->ref);
+	if (last) {
+		hash_del(&u->node);
+		atomic_long_dec(&mw_users_count);
+	}
 	spin_unlock(&mw_users_lock);
-	kfree(u);
+	if (last)
+		kfree(u);
 }
 
 /*
