@@ -479,6 +479,11 @@ struct dos_ctx {
 	struct mmuwatch_ring *ring;
 };
 
+/* Parts of mode max; the others are for finding where the cost goes. */
+#define DOS_PERSIST 1	/* persistent watches */
+#define DOS_FILE 2	/* one one-shot watch per file page */
+#define DOS_FAR 4	/* the other watches, elsewhere */
+
 static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		       int wfd)
 {
@@ -506,6 +511,10 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		 * watch still being reaped.
 		 */
 		rest = watches - pages - pers - 8;
+		if (!(max & DOS_PERSIST))
+			pers = 0;
+		if (!(max & DOS_FAR))
+			rest = 0;
 		per = rest / ctxs + 1;
 		for (i = 0; i < ctxs; i++) {
 			c[i].fd = open_ctx(64, per + 2 * pages + 8);
@@ -555,7 +564,8 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		(void)sink;
 		if (max) {
 			/* Re-arm the file's watches in context 0. */
-			watch_pages(c[0].fd, map, pages, fr);
+			if (max & DOS_FILE)
+				watch_pages(c[0].fd, map, pages, fr);
 			for (i = 0; i < ctxs; i++)
 				__atomic_store_n(&c[i].ring->tail,
 						 __atomic_load_n(&c[i].ring->head,
@@ -570,7 +580,9 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 
 static int bench_dos(long pages, long reps, const char *mode)
 {
-	int max = !strcmp(mode, "max"), to[2], from[2], f, st;
+	static const char * const modes[] = { "none", "pers", "file",
+		"pers+file", "far", "pers+far", "file+far", "max" };
+	int max = -1, to[2], from[2], f, st;
 	uint64_t *t = calloc(reps, sizeof(*t));
 	struct rlimit rl = { 1 << 16, 1 << 16 };
 	char *buf = calloc(1, page);
@@ -579,7 +591,10 @@ static int bench_dos(long pages, long reps, const char *mode)
 
 	if (!t || !buf)
 		die("calloc");
-	if (!max && strcmp(mode, "none"))
+	for (i = 0; i < 8; i++)
+		if (!strcmp(mode, modes[i]))
+			max = i;
+	if (max < 0)
 		return 2;
 	if (setrlimit(RLIMIT_NOFILE, &rl))
 		die("setrlimit");

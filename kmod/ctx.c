@@ -97,7 +97,7 @@ struct mw_ctx *mw_ctx_create(void)
 	INIT_LIST_HEAD(&ctx->live);
 	INIT_LIST_HEAD(&ctx->dead);
 	INIT_LIST_HEAD(&ctx->persist);
-	INIT_WORK(&ctx->reap_work, mw_reap_work);
+	INIT_DELAYED_WORK(&ctx->reap_work, mw_reap_work);
 	atomic64_set(&ctx->nr_filtered, 0);
 	atomic_long_inc(&mw_nr_contexts);
 	return ctx;

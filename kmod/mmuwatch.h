@@ -24,6 +24,15 @@
  */
 #define MW_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
+/*
+ * Dead watches are removed a little after they die, not while the
+ * invalidation that killed them (often another task's munmap or truncate)
+ * is still calling back: a storm is reaped once, after it, and the reaper
+ * does not contend with it for the context's and the mm's locks. WATCH at
+ * a full table reaps at once, in the caller.
+ */
+#define MW_REAP_DELAY		(HZ / 100 ? HZ / 100 : 1)
+
 /* Events start one cache line into the ring mapping, after the header. */
 #define MW_RING_EVENTS_OFF	64
 
@@ -118,7 +127,7 @@ struct mw_ctx {
 	 */
 	struct mmu_interval_notifier pmni;
 	bool pmni_on;
-	struct work_struct reap_work;
+	struct delayed_work reap_work;	/* removes ctx->dead, MW_REAP_DELAY late */
 
 	/* Per-context numbers for fdinfo (under lock). */
 	u64 nr_watched;

@@ -65,7 +65,9 @@ static u32 mw_classify(enum mmu_notifier_event event, enum mw_stat *stat)
 static void mw_bury_locked(struct mw_ctx *ctx, struct mw_watch *w)
 {
 	list_move_tail(&w->node, &ctx->dead);
-	queue_work(mw_wq, &ctx->reap_work);
+	/* Plain test first: no atomic per watch in a storm. */
+	if (!delayed_work_pending(&ctx->reap_work))
+		queue_delayed_work(mw_wq, &ctx->reap_work, MW_REAP_DELAY);
 }
 
 /*
@@ -279,7 +281,8 @@ static unsigned long mw_reap_dead(struct mw_ctx *ctx)
 
 void mw_reap_work(struct work_struct *work)
 {
-	mw_reap_dead(container_of(work, struct mw_ctx, reap_work));
+	mw_reap_dead(container_of(to_delayed_work(work), struct mw_ctx,
+				  reap_work));
 }
 
 /* Reap this context's dead watches in the caller. True if any were. */
@@ -542,7 +545,7 @@ void mw_watches_release(struct mw_ctx *ctx)
 	spin_unlock(&ctx->lock);
 
 	/* Finishes whatever the work already took off ctx->dead. */
-	cancel_work_sync(&ctx->reap_work);
+	cancel_delayed_work_sync(&ctx->reap_work);
 	if (ctx->pmni_on)
 		mmu_interval_notifier_remove(&ctx->pmni);
 
