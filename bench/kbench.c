@@ -395,6 +395,11 @@ static int bench_unmap(long n)
 	if (area == MAP_FAILED)
 		die("mmap");
 	watch_pages(fd, area, n, r);
+	/* Control: the watches are really there. */
+	if (sysfs_num(MW_SYSFS, "watches_active") < base + n) {
+		fprintf(stderr, "mw-kbench: watches not active\n");
+		return 1;
+	}
 	t0 = now_ns();
 	if (munmap(area, n * page))
 		die("munmap");

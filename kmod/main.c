@@ -144,8 +144,9 @@ static long mw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case MMUWATCH_IOC_RESET_OVERFLOW:
 		return put_user(mw_ring_reset_overflow(ctx),
 				(__u64 __user *)uarg) ? -EFAULT : 0;
+	default:
+		return -ENOTTY;
 	}
-	return -ENOTTY;
 }
 
 static int mw_mmap(struct file *file, struct vm_area_struct *vma)

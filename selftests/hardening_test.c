@@ -209,6 +209,28 @@ TEST(fuzz_shared_ring_while_events_flow)
 	mwt_close(&m);
 }
 
+/* mmap never allocates (it runs under the mmap lock): set up first. */
+TEST(mmap_needs_setup)
+{
+	struct mmuwatch_setup s = { 0 };
+	void *p;
+	int fd;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	fd = open(MMUWATCH_DEVICE, O_RDWR);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, P, PROT_READ, MAP_SHARED, fd, MMUWATCH_MMAP_WORDS);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* Control: the same mmap after SETUP works. */
+	ASSERT_EQ(0, ioctl(fd, MMUWATCH_IOC_SETUP, &s));
+	p = mmap(NULL, P, PROT_READ, MAP_SHARED, fd, MMUWATCH_MMAP_WORDS);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, P);
+	close(fd);
+}
+
 TEST(rmmod_refused_while_mapped)
 {
 	long long ctx0 = mwt_counter("contexts");
