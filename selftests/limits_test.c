@@ -190,6 +190,7 @@ static int nobody_count(void *p)
 
 	*n = open_many(fds, (1 << 16) - 64, &err);
 	printf("# uid %d opened %d contexts, then errno %d\n", NOBODY, *n, err);
+	fflush(stdout);
 	return err == EMFILE ? 0 : 1;
 }
 
