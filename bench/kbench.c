@@ -477,17 +477,38 @@ static int bench_exit(long n)
  * max_user_persistent whole-address-space persistent watches spread one
  * per context (the costliest layout: one notifier callback each), and
  * max_user_watches watches in all (less 8): one one-shot watch per file
- * page, the rest on an untouched area of its own.
+ * page, the rest on an untouched area of its own. Mode stacked (not in
+ * the figure; the worst layout) puts that rest on the file pages too and
+ * re-arms it every round.
  */
 struct dos_ctx {
 	int fd;
 	struct mmuwatch_ring *ring;
+	struct mmuwatch_range *stack;	/* DOS_STACK: its watches on the file */
+	long nstack;
 };
 
 /* Parts of mode max; the others are for finding where the cost goes. */
 #define DOS_PERSIST 1	/* persistent watches */
 #define DOS_FILE 2	/* one one-shot watch per file page */
 #define DOS_FAR 4	/* the other watches, elsewhere */
+#define DOS_STACK 8	/* ... stacked on the file pages instead, re-armed */
+
+/* Watch prepared ranges in batches. */
+static void watch_ranges(int fd, struct mmuwatch_range *r, size_t n)
+{
+	uint32_t mb = max_batch(fd);
+	size_t i;
+
+	for (i = 0; i < n; i += mb) {
+		struct mmuwatch_batch b = {
+			.ptr = (uintptr_t)&r[i],
+			.count = (uint32_t)(n - i < mb ? n - i : mb) };
+
+		if (ioctl(fd, MMUWATCH_IOC_WATCH_BATCH, &b))
+			die("WATCH_BATCH (ranges)");
+	}
+}
 
 static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		       int wfd)
@@ -548,6 +569,20 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 			char *a;
 
 			k = rest < per ? rest : per;
+			if (max & DOS_STACK) {
+				long j;
+
+				c[i].stack = calloc(k, sizeof(*r));
+				if (!c[i].stack)
+					die("calloc");
+				for (j = 0; j < k; j++)
+					c[i].stack[j] = (struct mmuwatch_range){
+						.start = (uintptr_t)map +
+							 (j % pages) * page,
+						.len = page, .cookie = j };
+				c[i].nstack = k;
+				continue;
+			}
 			r = calloc(k, sizeof(*r));
 			a = mmap(NULL, k * page, PROT_READ,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -572,6 +607,10 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 			if (max & DOS_FILE)
 				watch_pages(c[0].fd, map, pages, fr);
 			for (i = 0; i < ctxs; i++)
+				if (c[i].nstack)
+					watch_ranges(c[i].fd, c[i].stack,
+						     c[i].nstack);
+			for (i = 0; i < ctxs; i++)
 				__atomic_store_n(&c[i].ring->tail,
 						 __atomic_load_n(&c[i].ring->head,
 								 __ATOMIC_ACQUIRE),
@@ -586,7 +625,8 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 static int bench_dos(long pages, long reps, const char *mode)
 {
 	static const char * const modes[] = { "none", "pers", "file",
-		"pers+file", "far", "pers+far", "file+far", "max" };
+		"pers+file", "far", "pers+far", "file+far", "max", "", "", "",
+		"", "", "", "", "stacked" };
 	int max = -1, to[2], from[2], f, st;
 	uint64_t *t = calloc(reps, sizeof(*t));
 	struct rlimit rl = { 1 << 16, 1 << 16 };
@@ -596,8 +636,8 @@ static int bench_dos(long pages, long reps, const char *mode)
 
 	if (!t || !buf)
 		die("calloc");
-	for (i = 0; i < 8; i++)
-		if (!strcmp(mode, modes[i]))
+	for (i = 0; i < 16; i++)
+		if (*modes[i] && !strcmp(mode, modes[i]))
 			max = i;
 	if (max < 0)
 		return 2;

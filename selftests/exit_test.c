@@ -27,11 +27,12 @@ struct exit_info {
 
 static int send_fd(int sock, int fd, const void *data, size_t len)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf,
-			      .msg_controllen = sizeof(cbuf) };
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 
 	c->cmsg_level = SOL_SOCKET;
@@ -44,10 +45,11 @@ static int send_fd(int sock, int fd, const void *data, size_t len)
 static int recv_fd(int sock, void *data, size_t len)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = data, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf,
-			      .msg_controllen = sizeof(cbuf) };
+	struct iovec iov = {.iov_base = data, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c;
 	int fd;
 
@@ -63,27 +65,28 @@ static int recv_fd(int sock, void *data, size_t len)
 /* Child: a one-shot, a persistent and an unwatched watch; pass the fd. */
 static void owner(int sock)
 {
-	struct mmuwatch_range a = { 0 }, p = { 0 }, u = { 0 };
+	struct mmuwatch_range a = {0}, p = {0}, u = {0};
 	struct mmuwatch_unwatch uw;
-	struct exit_info xi = { 0 };
+	struct exit_info xi = {0};
 	char *mem = mwt_map(4);
 	int fd = open(MMUWATCH_DEVICE, O_RDWR);
-	struct mmuwatch_setup s = { 64, 64, 0, 0 };
+	struct mmuwatch_setup s = {64, 64, 0, 0};
 
 	if (!mem || fd < 0 || ioctl(fd, MMUWATCH_IOC_SETUP, &s))
 		_exit(1);
-	a = (struct mmuwatch_range){ .start = (uintptr_t)mem, .len = P,
-				     .cookie = 0xa };
-	p = (struct mmuwatch_range){ .start = (uintptr_t)mem + P,
-				     .len = 2 * P, .cookie = 0xb,
-				     .flags = MMUWATCH_WATCH_F_PERSISTENT };
-	u = (struct mmuwatch_range){ .start = (uintptr_t)mem + 3 * P,
-				     .len = P, .cookie = 0xc };
+	a = (struct mmuwatch_range){
+		.start = (uintptr_t)mem, .len = P, .cookie = 0xa};
+	p = (struct mmuwatch_range){.start = (uintptr_t)mem + P,
+				    .len = 2 * P,
+				    .cookie = 0xb,
+				    .flags = MMUWATCH_WATCH_F_PERSISTENT};
+	u = (struct mmuwatch_range){
+		.start = (uintptr_t)mem + 3 * P, .len = P, .cookie = 0xc};
 	if (ioctl(fd, MMUWATCH_IOC_WATCH, &a) ||
 	    ioctl(fd, MMUWATCH_IOC_WATCH, &p) ||
 	    ioctl(fd, MMUWATCH_IOC_WATCH, &u))
 		_exit(2);
-	uw = (struct mmuwatch_unwatch){ .slot = u.slot, .token = u.token };
+	uw = (struct mmuwatch_unwatch){.slot = u.slot, .token = u.token};
 	if (ioctl(fd, MMUWATCH_IOC_UNWATCH, &uw))
 		_exit(3);
 	xi.a = a.start;
@@ -97,7 +100,7 @@ static void owner(int sock)
 	xi.tok_u = u.token;
 	if (send_fd(sock, fd, &xi, sizeof(xi)))
 		_exit(4);
-	_exit(0);	/* the address space goes with the child */
+	_exit(0); /* the address space goes with the child */
 }
 
 TEST(exit_events_seen_through_passed_fd)
@@ -128,8 +131,8 @@ TEST(exit_events_seen_through_passed_fd)
 	/* Not our mm: ioctls and mmap are EBADFD; read() works. */
 	ASSERT_EQ(-1, ioctl(fd, MMUWATCH_IOC_INFO, &info));
 	ASSERT_EQ(EBADFD, errno);
-	ASSERT_EQ(MAP_FAILED, mmap(NULL, P, PROT_READ, MAP_SHARED, fd,
-				   MMUWATCH_MMAP_RING));
+	ASSERT_EQ(MAP_FAILED,
+		  mmap(NULL, P, PROT_READ, MAP_SHARED, fd, MMUWATCH_MMAP_RING));
 	ASSERT_EQ(0, fcntl(fd, F_SETFL, O_NONBLOCK));
 	n = read(fd, ev, sizeof(ev));
 	ASSERT_LT(0, n);

@@ -66,14 +66,14 @@ TEST(fdinfo_pid_in_reader_namespace)
 
 		if (unshare(CLONE_NEWPID))
 			_exit(1);
-		g = fork();	/* pid 1 of the new namespace */
+		g = fork(); /* pid 1 of the new namespace */
 		if (g == 0) {
 			long x = owner_tgid(me, m.fd);
 
 			_exit(write(p[1], &x, sizeof(x)) == sizeof(x) ? 0 : 1);
 		}
-		_exit(waitpid(g, &st, 0) == g && WIFEXITED(st) ?
-		      WEXITSTATUS(st) : 1);
+		_exit(waitpid(g, &st, 0) == g && WIFEXITED(st) ? WEXITSTATUS(st)
+							       : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	ASSERT_EQ(0, st);
@@ -148,7 +148,7 @@ TEST(fuzz_shared_ring_while_events_flow)
 	enum { N = 64, ROUNDS = 200 };
 	struct mmuwatch_range r[N];
 	struct mmuwatch_event ev[N];
-	struct fuzz f = { 0 };
+	struct fuzz f = {0};
 	unsigned int eio = 0, bad = 0, i, k;
 	struct mwt m;
 	pthread_t th;
@@ -163,7 +163,7 @@ TEST(fuzz_shared_ring_while_events_flow)
 	ASSERT_EQ(0, pthread_create(&th, NULL, fuzzer, &f));
 	for (k = 0; k < ROUNDS; k++) {
 		char *buf = mwt_map(N);
-		struct pollfd pfd = { .fd = m.fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = m.fd, .events = POLLIN};
 		ssize_t n;
 
 		ASSERT_NE(NULL, buf);
@@ -212,7 +212,7 @@ TEST(fuzz_shared_ring_while_events_flow)
 /* mmap never allocates (it runs under the mmap lock): set up first. */
 TEST(mmap_needs_setup)
 {
-	struct mmuwatch_setup s = { 0 };
+	struct mmuwatch_setup s = {0};
 	void *p;
 	int fd;
 
@@ -253,7 +253,7 @@ TEST(rmmod_refused_while_mapped)
 		     MMUWATCH_MMAP_WORDS);
 	ASSERT_NE(MAP_FAILED, ring);
 	ASSERT_NE(MAP_FAILED, words);
-	mwt_close(&m);	/* fd and the helper's mappings gone */
+	mwt_close(&m); /* fd and the helper's mappings gone */
 	EXPECT_EQ(ctx0 + 1, mwt_counter("contexts"));
 	rc = system("rmmod mmuwatch 2>/dev/null");
 	EXPECT_NE(0, rc);

@@ -18,7 +18,7 @@
 #include "kselftest_harness.h"
 #include "mwt.h"
 
-#define P mwt_page
+#define P      mwt_page
 #define NOBODY 65534
 
 static int open_dev(void)
@@ -30,15 +30,15 @@ static int open_dev(void)
 
 static int setup(int fd, uint32_t ring, uint32_t words)
 {
-	struct mmuwatch_setup s = { .ring_entries = ring, .nr_words = words };
+	struct mmuwatch_setup s = {.ring_entries = ring, .nr_words = words};
 
 	return ioctl(fd, MMUWATCH_IOC_SETUP, &s) ? -errno : 0;
 }
 
 static int watch(int fd, void *p, size_t len, uint32_t flags)
 {
-	struct mmuwatch_range r = { .start = (uintptr_t)p, .len = len,
-				    .flags = flags };
+	struct mmuwatch_range r = {
+		.start = (uintptr_t)p, .len = len, .flags = flags};
 
 	return ioctl(fd, MMUWATCH_IOC_WATCH, &r) ? -errno : 0;
 }
@@ -79,16 +79,17 @@ static bool need_root_module(void)
 	return !geteuid() && mwt_module_loaded();
 }
 
-FIXTURE(lim) {
+FIXTURE(lim)
+{
 	struct saved s[5];
 	mode_t mode;
 };
 
 FIXTURE_SETUP(lim)
 {
-	static const char * const names[] = {
+	static const char *const names[] = {
 		"max_user_contexts", "max_user_watches", "max_user_persistent",
-		"max_user_memory_kb", "root_exempt" };
+		"max_user_memory_kb", "root_exempt"};
 	struct stat st;
 	int i;
 
@@ -152,8 +153,7 @@ static int nobody_contexts(void *p)
 
 		_exit(m == 2 && err == EMFILE ? 0 : 2);
 	}
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	    WEXITSTATUS(st))
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		return 2;
 	/* The child's contexts are gone with it: two more here, then EMFILE. */
 	if (open_many(fds + n, 8, &err) != 2 || err != EMFILE)
@@ -168,7 +168,7 @@ static int nobody_contexts(void *p)
 
 TEST_F(lim, contexts_per_user)
 {
-	struct ctx_arg a = { .limit = 6 };
+	struct ctx_arg a = {.limit = 6};
 	long long hits = mwt_counter("limit_hits_contexts");
 	int fd;
 
@@ -198,7 +198,7 @@ TEST_F(lim, default_contexts_bound)
 {
 	int *n = mmap(NULL, P, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct rlimit rl = { 1 << 16, 1 << 16 };
+	struct rlimit rl = {1 << 16, 1 << 16};
 
 	ASSERT_NE(MAP_FAILED, n);
 	/* The child inherits the raised fd limit: only ours can stop it. */

@@ -19,8 +19,8 @@
 
 static const char *tracefs(void)
 {
-	static const char * const dirs[] = { "/sys/kernel/tracing",
-					     "/sys/kernel/debug/tracing" };
+	static const char *const dirs[] = {"/sys/kernel/tracing",
+					   "/sys/kernel/debug/tracing"};
 	char path[128];
 	unsigned int i;
 
@@ -106,13 +106,14 @@ static void exercise(struct mwt *m, uint64_t base, struct mmuwatch_range *r)
 	mwt_watch(m, buf, P, base, &r[0]);
 	mprotect(buf, P, PROT_READ);
 	munmap(buf, P);
-	mwt_unwatch(m, &r[0]);		/* already dead: ENOENT */
+	mwt_unwatch(m, &r[0]); /* already dead: ENOENT */
 	mwt_watch(m, buf + P, P, base + 1, &r[1]);
 	mwt_watch(m, buf + 2 * P, P, base + 2, &r[2]);
-	munmap(buf + P, 3 * P);		/* 2 events into 1 entry: overflow */
+	munmap(buf + P, 3 * P); /* 2 events into 1 entry: overflow */
 }
 
-FIXTURE(tr) {
+FIXTURE(tr)
+{
 	const char *dir;
 	struct mwt m;
 };
@@ -154,8 +155,9 @@ TEST_F(tr, events_in_tracefs)
 	EXPECT_TRUE(has_line(t, ck, "reason=filtered fired=0"));
 	/* The munmap of the first watch: fired with reason unmap. */
 	EXPECT_TRUE(has_line(t, ck, "reason=unmap fired=1"));
-	snprintf(tok, sizeof(tok), "mmuwatch_unwatch: slot=%u token=%llu ret=-2",
-		 r[0].slot, (unsigned long long)r[0].token);
+	snprintf(tok, sizeof(tok),
+		 "mmuwatch_unwatch: slot=%u token=%llu ret=-2", r[0].slot,
+		 (unsigned long long)r[0].token);
 	EXPECT_TRUE(has_line(t, tok, NULL));
 	EXPECT_TRUE(has_line(t, "mmuwatch_ring_overflow: entries=1 ", NULL));
 	free(t);
