@@ -205,6 +205,8 @@ MW_API int mw_init(void)
 		__atomic_store_n(&mwu_core.state,
 				 init_error ? MWU_FINALIZED : MWU_READY,
 				 __ATOMIC_RELEASE);
+		if (!init_error)
+			mwu_guard_check();
 		return init_error;
 	}
 	/* Another thread is initialising: wait for it (no allocation). */
@@ -252,7 +254,10 @@ MW_API const char *mw_source_name(enum mw_source src)
 
 MW_API unsigned mw_support(void)
 {
-	return mwu_ready() ? 0 : mwu_guaranteed();
+	if (mwu_ready())
+		return 0;
+	mwu_guard_check();
+	return mwu_guaranteed();
 }
 
 MW_API const char *mw_source_reason(void)

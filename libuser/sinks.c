@@ -36,6 +36,7 @@ int mwu_progress_round(unsigned max_events, unsigned max_sink)
 	struct mwu_sink *s;
 	int n = 0, left = 0;
 
+	mwu_guard_check();	/* the periodic bypass check */
 	pthread_mutex_lock(&mwu_core.lock);
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_READY) {
 		if (mwu_core.source == MW_SOURCE_KERNEL)

@@ -192,6 +192,8 @@ int mwu_soft_watch(struct mw_watch *w)
 
 	if (!S.words)
 		return MW_EDEVICE;
+	/* A hook lost since the last check: guarantee dropped, all flushed. */
+	mwu_guard_check();
 	/* Releases logged before this watch concern older mappings. */
 	mwu_soft_drain_locked(0);
 	if (!S.nfree)

@@ -133,7 +133,8 @@ struct mw_stats {
 	uint64_t reg_failed;		/* registrations the backend refused */
 	uint64_t bytes_pinned;		/* currently registered bytes */
 	uint64_t regions;		/* currently registered regions */
-	uint64_t reserved[4];
+	uint64_t hooks_lost;		/* hooks found bypassed (fail closed) */
+	uint64_t reserved[3];
 };
 MW_API int mw_stats_get(struct mw_stats *st);
 MW_API void mw_stats_print(void *file /* FILE *, NULL = stderr */);
