@@ -20,9 +20,9 @@ fail=0
 
 run() {	# cell env... -- program
 	cell=$1; shift
-	out=$(env "$@" 2>/tmp/nb.$$.err) || fail=1
+	out=$(env "$@" 2>"${TMPDIR:-/tmp}/nb.$$.err") || fail=1
 	echo "$out"
-	case "$out" in ok*) ;; *) sed 's/^/#   /' /tmp/nb.$$.err | head -5 ;; esac
+	case "$out" in ok*) ;; *) sed "s/^/#   /" "${TMPDIR:-/tmp}/nb.$$.err" | head -5 ;; esac
 }
 
 for v in $VERS; do
@@ -53,5 +53,5 @@ for v in $VERS; do
 		done
 	done
 done
-rm -f /tmp/nb.$$.err
+rm -f "${TMPDIR:-/tmp}/nb.$$.err"
 exit $fail
