@@ -32,5 +32,13 @@ for src in $SOURCES; do
 	[ "${MW_SAN:-}" = asan ] ||
 		run "libuser.core_static.$src" $T/core_static init_ctor init_threads fork_inflight
 done
+if [ "${MW_SAN:-}" = asan ]; then
+	# Another interposer in front of ours (issue 19): ASan intercepts
+	# mmap/munmap/... first and calls the next definition, ours, which
+	# observes and chains on to libc. Its allocator stays (ours off).
+	run "libuser.core.hooks_behind_asan" env -u MMUWATCH_HOOKS_DISABLE \
+		MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_HOOKS_ALLOCATOR=0 $T/core
+fi
 echo "1..$n"
 exit $fail
