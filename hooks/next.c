@@ -29,13 +29,13 @@ MW_HIDDEN __thread unsigned mw_chain_depth
 	__attribute__((tls_model("initial-exec")));
 
 static const char *const names[MW_FN_NR] = {
-	"munmap", "madvise", "mmap", "mremap", "brk", "shmdt", "shmat",
-	"posix_madvise", "sbrk",
+	"munmap", "madvise", "mmap",	      "mremap", "brk",
+	"shmdt",  "shmat",   "posix_madvise", "sbrk",
 };
 
 static void *next_fn[MW_FN_NR];
 static uintptr_t libc_fn[MW_FN_NR];
-static atomic_int state;		/* 0 no, 1 resolving, 2 done */
+static atomic_int state; /* 0 no, 1 resolving, 2 done */
 static int test_raw, first;
 static uintptr_t self_base;
 
@@ -45,9 +45,9 @@ const char *mw_fn_name(enum mw_fn f)
 }
 
 struct walk {
-	uintptr_t self;		/* an address inside this library */
-	int after;		/* this library was passed */
-	int seen_def;		/* some object before us defines munmap */
+	uintptr_t self; /* an address inside this library */
+	int after;	/* this library was passed */
+	int seen_def;	/* some object before us defines munmap */
 };
 
 static int mw_contains(const struct dl_phdr_info *info, uintptr_t a)
@@ -105,13 +105,13 @@ static int mw_next_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 
 static void mw_next_resolve(void)
 {
-	struct walk w = { .self = (uintptr_t)mw_next_resolve };
+	struct walk w = {.self = (uintptr_t)mw_next_resolve};
 	struct mw_elf libc;
 	const char *t;
 	int zero = 0, i;
 
 	if (!atomic_compare_exchange_strong(&state, &zero, 1))
-		return;		/* another thread resolves: raw meanwhile */
+		return; /* another thread resolves: raw meanwhile */
 	t = mw_env("MMUWATCH_HOOKS_TEST_RAW");
 	test_raw = t && mw_lp_parse(t) == MW_LP_YES;
 	if (!mw_is_static() && mw_elf_find_libc(&libc) == 0) {

@@ -42,23 +42,23 @@ static const struct {
 	void *ours;
 	enum mw_fn fn;
 } fns[] = {
-	{ "munmap", (void *)mw_i_munmap, MW_FN_MUNMAP },
-	{ "mremap", (void *)mw_i_mremap, MW_FN_MREMAP },
-	{ "madvise", (void *)mw_i_madvise, MW_FN_MADVISE },
-	{ "posix_madvise", (void *)mw_i_posix_madvise, MW_FN_POSIX_MADVISE },
-	{ "mmap", (void *)mw_i_mmap, MW_FN_MMAP },
-	{ "mmap64", (void *)mw_i_mmap, MW_FN_MMAP },
-	{ "brk", (void *)mw_i_brk, MW_FN_BRK },
-	{ "sbrk", (void *)mw_i_sbrk, MW_FN_SBRK },
-	{ "shmdt", (void *)mw_i_shmdt, MW_FN_SHMDT },
-	{ "shmat", (void *)mw_i_shmat, MW_FN_SHMAT },
+	{"munmap", (void *)mw_i_munmap, MW_FN_MUNMAP},
+	{"mremap", (void *)mw_i_mremap, MW_FN_MREMAP},
+	{"madvise", (void *)mw_i_madvise, MW_FN_MADVISE},
+	{"posix_madvise", (void *)mw_i_posix_madvise, MW_FN_POSIX_MADVISE},
+	{"mmap", (void *)mw_i_mmap, MW_FN_MMAP},
+	{"mmap64", (void *)mw_i_mmap, MW_FN_MMAP},
+	{"brk", (void *)mw_i_brk, MW_FN_BRK},
+	{"sbrk", (void *)mw_i_sbrk, MW_FN_SBRK},
+	{"shmdt", (void *)mw_i_shmdt, MW_FN_SHMDT},
+	{"shmat", (void *)mw_i_shmat, MW_FN_SHMAT},
 };
 #define NF (sizeof(fns) / sizeof(fns[0]))
 
 static unsigned char snap[NF][SNAP];
 static int snapped, test_off = -1;
-static atomic_uint lost;		/* MW_HOOKS_LOST_* */
-static atomic_int load_seen;		/* our dlopen wrapper saw a load */
+static atomic_uint lost;     /* MW_HOOKS_LOST_* */
+static atomic_int load_seen; /* our dlopen wrapper saw a load */
 static unsigned long long adds_seen;
 static long long next_full_ns;
 static atomic_int busy;
@@ -67,16 +67,23 @@ static char what[160];
 static unsigned mw_fn_lost_bit(enum mw_fn f)
 {
 	switch (f) {
-	case MW_FN_MUNMAP: return MW_HOOKS_LOST_MUNMAP;
-	case MW_FN_MREMAP: return MW_HOOKS_LOST_MREMAP;
+	case MW_FN_MUNMAP:
+		return MW_HOOKS_LOST_MUNMAP;
+	case MW_FN_MREMAP:
+		return MW_HOOKS_LOST_MREMAP;
 	case MW_FN_MADVISE:
-	case MW_FN_POSIX_MADVISE: return MW_HOOKS_LOST_MADVISE;
-	case MW_FN_MMAP: return MW_HOOKS_LOST_MAP_FIXED;
+	case MW_FN_POSIX_MADVISE:
+		return MW_HOOKS_LOST_MADVISE;
+	case MW_FN_MMAP:
+		return MW_HOOKS_LOST_MAP_FIXED;
 	case MW_FN_BRK:
-	case MW_FN_SBRK: return MW_HOOKS_LOST_BRK;
+	case MW_FN_SBRK:
+		return MW_HOOKS_LOST_BRK;
 	case MW_FN_SHMDT:
-	case MW_FN_SHMAT: return MW_HOOKS_LOST_SHMDT;
-	default: return 0;
+	case MW_FN_SHMAT:
+		return MW_HOOKS_LOST_SHMDT;
+	default:
+		return 0;
 	}
 }
 
@@ -171,7 +178,8 @@ static int mw_probe(enum mw_fn f, uintptr_t target)
 		break;
 	case MW_FN_MMAP:
 		((mmap_fn)target)(s, pg, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				  0);
 		break;
 	case MW_FN_MREMAP:
 		((mremap_fn)target)(s, 2 * pg, pg, 0);
@@ -212,7 +220,7 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
 	int ok;
 
 	if (f == MW_FN_BRK || f == MW_FN_SBRK)
-		return 0;	/* a probe would move the break under malloc */
+		return 0; /* a probe would move the break under malloc */
 	for (i = 0; i < nprobed; i++)
 		if (probed[i].target == target && probed[i].fn == f)
 			return probed[i].ok;
@@ -226,7 +234,7 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
 }
 
 struct gwalk {
-	uintptr_t lo, hi;	/* the object being walked (lazy slots) */
+	uintptr_t lo, hi; /* the object being walked (lazy slots) */
 };
 
 static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
@@ -239,7 +247,7 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 		return;
 	if (v == mw_next_libc(f) && f < MW_FN_SBRK && mw_patch_is_ours(f))
 		return;
-	if (v >= g->lo && v < g->hi) {	/* lazy: binds on first call */
+	if (v >= g->lo && v < g->hi) { /* lazy: binds on first call */
 		if (mw_next_we_are_first())
 			return;
 		if (f < MW_FN_SBRK && mw_patch_is_ours(f))
@@ -254,7 +262,8 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 static void mw_check_relocs(const struct mw_elf *e, const struct gwalk *g,
 			    const void *tab, size_t sz)
 {
-	const ElfW(Rela) *r = tab, *end = (const ElfW(Rela) *)((const char *)tab + sz);
+	const ElfW(Rela) *r = tab,
+			 *end = (const ElfW(Rela) *)((const char *)tab + sz);
 	const ElfW(Sym) *syms = e->symtab;
 
 	if (!r)
@@ -271,10 +280,12 @@ static void mw_check_relocs(const struct mw_elf *e, const struct gwalk *g,
 		for (k = 0; k < NF; k++) {
 			if (strcmp(nm, fns[k].name) != 0)
 				continue;
-			mw_check_slot(e, g, nm,
-				      __atomic_load_n((uintptr_t *)(e->base +
-								    r->r_offset),
-						      __ATOMIC_ACQUIRE), k);
+			mw_check_slot(
+				e, g, nm,
+				__atomic_load_n(
+					(uintptr_t *)(e->base + r->r_offset),
+					__ATOMIC_ACQUIRE),
+				k);
 			break;
 		}
 	}
@@ -284,7 +295,7 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	uintptr_t ldso = (uintptr_t)getauxval(AT_BASE);
 	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct gwalk g = { .lo = UINTPTR_MAX, .hi = 0 };
+	struct gwalk g = {.lo = UINTPTR_MAX, .hi = 0};
 	struct mw_elf e;
 	int i;
 
@@ -343,7 +354,7 @@ unsigned mw_hooks_check(void)
 	if (test_off)
 		return 0;
 	if (!atomic_compare_exchange_strong(&busy, &zero, 1))
-		return atomic_load(&lost);	/* another thread checks */
+		return atomic_load(&lost); /* another thread checks */
 	mw_verify_snapshot();
 	mw_check_code();
 	dl_iterate_phdr(mw_adds_cb, &adds);

@@ -28,8 +28,3 @@ DESTDIR ?=
 # Kernels the VM bench tests; the setup script installs exactly these.
 KVERS := $(shell cat $(BUILD)/kernels 2>/dev/null || cat $(TOP)/vm/kernels)
 KVER_DEFAULT := $(firstword $(KVERS))
-# ThreadSanitizer build of the library tests: make SAN=tsan BUILD=... check
-ifeq ($(SAN),tsan)
-CFLAGS_COMMON += -fsanitize=thread -fno-omit-frame-pointer
-LDFLAGS_SAN := -fsanitize=thread
-endif

@@ -37,7 +37,7 @@
 
 typedef ucs_status_t (*set_handler_fn)(int, int, ucm_event_callback_t, void *);
 
-static uintptr_t seen_lo, seen_hi;	/* range the op must report */
+static uintptr_t seen_lo, seen_hi; /* range the op must report */
 static int seen;
 
 static void on_unmapped(ucm_event_type_t type, ucm_event_t *ev, void *arg)
@@ -84,11 +84,11 @@ static void check_ours(const char *op, unsigned bit)
 	watching = 0;
 }
 #else
-#define MW_SUPPORT_MUNMAP 0
-#define MW_SUPPORT_MREMAP 0
+#define MW_SUPPORT_MUNMAP  0
+#define MW_SUPPORT_MREMAP  0
 #define MW_SUPPORT_MADVISE 0
-#define MW_SUPPORT_SHMDT 0
-#define MW_SUPPORT_BRK 0
+#define MW_SUPPORT_SHMDT   0
+#define MW_SUPPORT_BRK	   0
 static void watch(void *p, size_t len)
 {
 	(void)p;
@@ -145,7 +145,8 @@ int main(int argc, char **argv)
 		printf("not ok %s # dlopen %s: %s\n", cell, lib, dlerror());
 		return 1;
 	}
-	set_handler = (set_handler_fn)dlsym(RTLD_DEFAULT, "ucm_set_event_handler");
+	set_handler =
+		(set_handler_fn)dlsym(RTLD_DEFAULT, "ucm_set_event_handler");
 	if (!set_handler) {
 		printf("not ok %s # UCX not loaded\n", cell);
 		return 1;
@@ -158,8 +159,8 @@ int main(int argc, char **argv)
 	}
 
 	/* munmap, then the same address mapped again */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
 	p[0] = 1;
 	watch(p, len);
 	expect((uintptr_t)p, (uintptr_t)p + len);
@@ -171,8 +172,8 @@ int main(int argc, char **argv)
 		munmap(q, len);
 
 	/* mremap shrink: the cut tail */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
 	watch(p + 2 * pg, 2 * pg);
 	expect((uintptr_t)p + 2 * pg, (uintptr_t)p + len);
 	if (mremap(p, len, 2 * pg, 0) != p)
@@ -185,8 +186,8 @@ int main(int argc, char **argv)
 	munmap(p, 2 * pg);
 
 	/* madvise(MADV_DONTNEED): the pages are replaced in place */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
 	p[0] = 1;
 	watch(p, len);
 	expect((uintptr_t)p, (uintptr_t)p + len);
