@@ -74,13 +74,24 @@ $(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(ARCHIVE) | $(
 	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE) -L$(T) -l:libmwt_patcher.so \
 		-Wl,-rpath,$(T) -ldl
 
+# The libfabric column (verbs provider: run in the VM over Soft-RoCE,
+# vm/tests.d/41-neighbour-fi.sh); built with the host checks.
+NBFSRC := tests/neighbour_fi.c
+NBF := $(T)/nbf_plain $(T)/nbf_linked $(T)/nbf_alone
+$(T)/nbf_plain: $(NBFSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
+$(T)/nbf_linked: $(NBFSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lfabric -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
+$(T)/nbf_alone: $(NBFSRC) | $(T)
+	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $< -ldl
+
 # The good-neighbour matrix (tests/neighbour.sh): UCX and libmmuwatch in
 # one process, every order and mode; then its two negative controls, which
 # must fail: the interposers forced back to raw system calls (UCX's bistro
 # self-test fails) and bypass detection off (stale hits appear).
 NBSRC := tests/neighbour_ucx.c
 NBLIB := -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
-NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone
+NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone $(NBF)
 $(T)/nb_plain: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
 $(T)/nb_linked113: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
@@ -103,3 +114,4 @@ check-neighbour: $(NB)
 		grep -c '^not ok.*stale'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: without bypass detection $$n cells serve stale hits"; \
 	else echo "not ok - negative control: no stale hit without bypass detection"; exit 1; fi
+
