@@ -69,7 +69,9 @@ static inline int mwu_watch_valid(const struct mw_watch *w)
 	if (mwu_unlikely(__atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE) !=
 			 __atomic_load_n(&mwu_fast.applied, __ATOMIC_RELAXED)))
 		mwu_soft_drain();
-	return __atomic_load_n(w->word, __ATOMIC_ACQUIRE) == w->token;
+	/* the pointer too: finalize and remove swap it on other threads */
+	return __atomic_load_n(__atomic_load_n(&w->word, __ATOMIC_ACQUIRE),
+			       __ATOMIC_ACQUIRE) == w->token;
 }
 /* Always-invalid word: watches of a dead context point here. */
 MWU_HIDDEN extern const uint64_t mwu_dead_word;

@@ -77,7 +77,7 @@ MW_API int mw_watch_remove(struct mw_watch *w)
 
 MW_API int mw_watch_valid(const struct mw_watch *w)
 {
-	if (!w || !w->word)
+	if (!w || !__atomic_load_n(&w->word, __ATOMIC_ACQUIRE))
 		return 0;
 	return mwu_watch_valid(w);
 }

@@ -35,6 +35,7 @@ echo "TAP version 13"
 for src in $SOURCES; do
 	export MMUWATCH_SOURCE=$src
 	run "libuser.core.$src" $T/core
+	run "libuser.races.$src" $T/races
 	# Statically linked, the hooks' malloc is the executable's own: not
 	# under ASan.
 	[ -n "${MW_SAN:-}" ] ||
@@ -47,6 +48,9 @@ if [ "${MW_SAN:-}" = asan ]; then
 	run "libuser.core.hooks_behind_asan" env -u MMUWATCH_HOOKS_DISABLE \
 		MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 \
 		MMUWATCH_HOOKS_ALLOCATOR=0 $T/core
+	run "libuser.races.hooks_behind_asan" env -u MMUWATCH_HOOKS_DISABLE \
+		MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_HOOKS_ALLOCATOR=0 $T/races
 fi
 echo "1..$n"
 exit $fail
