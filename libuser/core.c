@@ -206,8 +206,10 @@ MW_API int mw_init(void)
 		__atomic_store_n(&mwu_core.state,
 				 init_error ? MWU_FINALIZED : MWU_READY,
 				 __ATOMIC_RELEASE);
-		if (!init_error)
+		if (!init_error) {
 			mwu_guard_check();
+			mwu_neighbours_check();
+		}
 		return init_error;
 	}
 	/* Another thread is initialising: wait for it (no allocation). */
@@ -258,6 +260,7 @@ MW_API unsigned mw_support(void)
 	if (mwu_ready())
 		return 0;
 	mwu_guard_check();
+	mwu_neighbours_check();
 	return mwu_guaranteed();
 }
 

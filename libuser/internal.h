@@ -158,6 +158,12 @@ MWU_HIDDEN void mwu_stats_atfork_child(void);
  * library took away (once, said on stderr, counted, caches flushed). */
 MWU_HIDDEN void mwu_guard_check(void);
 
+/* ---- other libraries (neighbours.c) ---- */
+/* Kernel source: find UCX at load time and forward releases to it. Both
+ * outside the core lock. */
+MWU_HIDDEN void mwu_neighbours_check(void);
+MWU_HIDDEN void mwu_neighbours_deliver(void);
+
 /* Range validation shared by the API: MW_OK or an error. User space ends
  * below 2^47 (4-level paging) or 2^56 (5-level); wrapping or larger
  * ranges are refused. */

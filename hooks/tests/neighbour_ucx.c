@@ -28,6 +28,7 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <ucm/api/ucm.h>
@@ -235,6 +236,26 @@ int main(int argc, char **argv)
 		}
 	}
 
+#ifndef MW_ALONE
+	/* --forward (kernel source): a raw munmap syscall, which no hook can
+	 * see, must still reach UCX: libmmuwatch forwards what the kernel
+	 * reports to ucm_vm_munmap() (libuser/neighbours.c). */
+	if (argc > 2 && !strcmp(argv[2], "--forward")) {
+		int i;
+
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		p[0] = 1;
+		mw_support();	/* a library call: UCX is found here */
+		expect((uintptr_t)p, (uintptr_t)p + len);
+		syscall(SYS_munmap, p, len);
+		for (i = 0; i < 100 && !seen; i++) {
+			mw_events_progress(0);
+			usleep(10000);
+		}
+		saw("a raw munmap syscall (forwarded)");
+	}
+#endif
 	if (fails[0]) {
 		printf("not ok %s # %s\n", cell, fails);
 		return 1;

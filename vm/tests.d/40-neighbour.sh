@@ -24,4 +24,21 @@ if [ "$n" -gt 0 ]; then
 else
 	echo "not ok - negative control: raw interposers did not break UCX bistro"; fail=1
 fi
+# Forwarding: UCX dlopened after us learns of a raw munmap syscall (which
+# its hooks cannot see) from the kernel source through ucm_vm_munmap();
+# negative control: MMUWATCH_UCX_FORWARD=0 and UCX misses it.
+for v in 113 122; do
+	if [ "$v" = 113 ]; then dir=/usr/lib/x86_64-linux-gnu; else dir=${U122:-}; fi
+	[ -n "$dir" ] || continue
+	c="ucx-$v bistro kernel dlopened-after-us forward-raw-munmap"
+	out=$(MMUWATCH_SOURCE=kernel MW_UCX_DLOPEN=$dir/libucs.so.0 "$T/nb_plain" "$c" --forward)
+	echo "$out"
+	case "$out" in ok*) ;; *) fail=1 ;; esac
+	out=$(MMUWATCH_UCX_FORWARD=0 MMUWATCH_SOURCE=kernel MW_UCX_DLOPEN=$dir/libucs.so.0 \
+		"$T/nb_plain" "negative control ucx-$v" --forward)
+	case "$out" in
+	*"UCX missed a raw munmap"*) echo "ok - negative control: without forwarding UCX $v misses the raw munmap" ;;
+	*) echo "not ok - negative control: UCX $v saw the raw munmap without forwarding: $out"; fail=1 ;;
+	esac
+done
 exit $fail
