@@ -208,7 +208,7 @@ MW_API int mw_init(void)
 				 __ATOMIC_RELEASE);
 		if (!init_error) {
 			mwu_guard_check();
-			mwu_neighbours_check();
+			mwu_neighbours_check(1);
 		}
 		return init_error;
 	}
@@ -260,7 +260,7 @@ MW_API unsigned mw_support(void)
 	if (mwu_ready())
 		return 0;
 	mwu_guard_check();
-	mwu_neighbours_check();
+	mwu_neighbours_check(1);
 	return mwu_guaranteed();
 }
 

@@ -160,8 +160,8 @@ MWU_HIDDEN void mwu_guard_check(void);
 
 /* ---- other libraries (neighbours.c) ---- */
 /* Kernel source: find UCX at load time and forward releases to it. Both
- * outside the core lock. */
-MWU_HIDDEN void mwu_neighbours_check(void);
+ * outside the core lock; force = 0 on hot paths (rate-limited). */
+MWU_HIDDEN void mwu_neighbours_check(int force);
 MWU_HIDDEN void mwu_neighbours_deliver(void);
 
 /* Range validation shared by the API: MW_OK or an error. User space ends

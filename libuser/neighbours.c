@@ -24,6 +24,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libuser/internal.h"
 
@@ -36,6 +37,7 @@ static pthread_mutex_t nlock = PTHREAD_MUTEX_INITIALIZER;
 static vm_munmap_fn ucm_munmap; /* set once, under nlock */
 static int state;		/* 0 looking, 1 forwarding, -1 off */
 static unsigned long long adds_seen;
+static long long last_ms = -1000;	/* last look at the loaded objects */
 static struct {
 	uintptr_t s, e;
 } q[QN];
@@ -118,16 +120,25 @@ static int adds_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	return 1;
 }
 
-void mwu_neighbours_check(void)
+void mwu_neighbours_check(int force)
 {
 	unsigned long long adds = 0;
 	struct find f = {0};
 	const char *env;
 
+	struct timespec ts;
+	long long now;
+
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 0 ||
 	    mwu_core.source != MW_SOURCE_KERNEL ||
 	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
+	/* From hot paths at most every 10 ms: the loader's lock is taken. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (!force && now - __atomic_load_n(&last_ms, __ATOMIC_RELAXED) < 10)
+		return;
+	__atomic_store_n(&last_ms, now, __ATOMIC_RELAXED);
 	dl_iterate_phdr(adds_cb, &adds);
 	if (adds == __atomic_load_n(&adds_seen, __ATOMIC_ACQUIRE))
 		return;

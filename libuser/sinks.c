@@ -37,7 +37,7 @@ int mwu_progress_round(unsigned max_events, unsigned max_sink)
 	int n = 0, left = 0;
 
 	mwu_guard_check();	/* the periodic bypass check */
-	mwu_neighbours_check();	/* UCX loaded since? */
+	mwu_neighbours_check(0);	/* UCX loaded since? */
 	pthread_mutex_lock(&mwu_core.lock);
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_READY) {
 		if (mwu_core.source == MW_SOURCE_KERNEL)

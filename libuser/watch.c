@@ -34,7 +34,7 @@ MW_API int mw_watch_add_batch(struct mw_watch *const *w,
 		return ret;
 	if (!w || !starts || !lens || !n)
 		return MW_EINVAL;
-	mwu_neighbours_check();
+	mwu_neighbours_check(0);
 	for (i = 0; i < n; i++) {
 		ret = watch_prepare(w[i], starts[i], lens[i], cb, arg);
 		if (ret)
