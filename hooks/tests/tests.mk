@@ -91,7 +91,9 @@ $(T)/nbf_alone: $(NBFSRC) | $(T)
 # self-test fails) and bypass detection off (stale hits appear).
 NBSRC := tests/neighbour_ucx.c
 NBLIB := -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
-NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone $(NBF)
+NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone $(NBF) $(T)/shmdt_whole
+$(T)/shmdt_whole: tests/shmdt_whole.c $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
 $(T)/nb_plain: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
 $(T)/nb_linked113: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
@@ -105,6 +107,7 @@ check-neighbour: $(NB)
 		-L$$u/lib -Wl,-rpath,$$u/lib -lucs -lucm $(NBLIB) || \
 		{ echo "# UCX 1.22 anchor not available: its column skipped"; u=; }; \
 	export T=$(T) U122=$${u:+$$u/lib}; \
+	MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 $(T)/shmdt_whole || exit 1; \
 	sh tests/neighbour.sh || exit 1; \
 	n=$$(NB_EXTRA=MMUWATCH_HOOKS_TEST_RAW=1 sh tests/neighbour.sh hooks | \
 		grep -c '^not ok.*bistro.*= -22'); \
