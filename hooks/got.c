@@ -85,6 +85,25 @@ static void mw_got_write(const struct mw_elf *e, void **slot, void *val)
 	__atomic_fetch_add(&patched, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * A release call's slot is taken only from its default binding: libc's
+ * definition, or the object's own lazy-binding stub. A slot that another
+ * library redirected (UCX's libucm in reloc mode) is left to it: its hook
+ * keeps working, and verify.c checks whether that path still reaches us.
+ */
+static struct mw_elf libc;
+static int have_libc;
+static uintptr_t obj_lo, obj_hi;	/* object being walked */
+
+static int mw_got_default(const char *nm, void *cur)
+{
+	uintptr_t v = (uintptr_t)cur;
+
+	if (v >= obj_lo && v < obj_hi)
+		return 1;
+	return have_libc && v == mw_elf_lookup(&libc, nm, NULL);
+}
+
 static void mw_got_relocs(const struct mw_elf *e, const void *tab, size_t sz,
 			  int groups)
 {
@@ -110,7 +129,9 @@ static void mw_got_relocs(const struct mw_elf *e, const void *tab, size_t sz,
 			    strcmp(nm, targets[i].name) != 0)
 				continue;
 			slot = (void **)(e->base + r->r_offset);
-			if (*slot != targets[i].ours)
+			if (*slot != targets[i].ours &&
+			    (targets[i].group != G_MEM ||
+			     !strcmp(nm, "dlopen") || mw_got_default(nm, *slot)))
 				mw_got_write(e, slot, targets[i].ours);
 			break;
 		}
@@ -159,6 +180,19 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	if (mw_elf_from_phdr(&e, info->dlpi_addr, n, info->dlpi_phdr,
 			     info->dlpi_phnum) != 0 || mw_skip_object(info, &e))
 		return 0;
+	obj_lo = UINTPTR_MAX;
+	obj_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (lo < obj_lo)
+			obj_lo = lo;
+		if (lo + p->p_memsz > obj_hi)
+			obj_hi = lo + p->p_memsz;
+	}
 	mw_got_relocs(&e, e.jmprel, e.jmprel_sz, groups);
 	mw_got_relocs(&e, e.rela, e.rela_sz, groups);
 	return 0;
@@ -170,6 +204,8 @@ int mw_got_install(int alloc, int mem)
 
 	if (!groups || mw_is_static())
 		return 0;
+	if (!have_libc)
+		have_libc = mw_elf_find_libc(&libc) == 0;
 	dl_iterate_phdr(mw_got_cb, &groups);
 	return 0;
 }

@@ -63,4 +63,23 @@ MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
 MW_HIDDEN unsigned mw_hooks_patch_conflicts(void);
 MW_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
 
+/*
+ * Bypass detection (verify.c). Bits of the release paths whose hook was
+ * found lost: our interposer's own code overwritten, a GOT slot that
+ * leads elsewhere without reaching us, our jump at libc's entry replaced.
+ * Sticky: a lost path stays lost (releases may have gone unseen while it
+ * was). Cheap (a few compares) except after a library was loaded or once
+ * a second, when the GOTs are walked. Never allocates.
+ */
+#define MW_HOOKS_LOST_MUNMAP	(1U << 0)
+#define MW_HOOKS_LOST_MREMAP	(1U << 1)
+#define MW_HOOKS_LOST_MADVISE	(1U << 2)
+#define MW_HOOKS_LOST_MAP_FIXED	(1U << 3)
+#define MW_HOOKS_LOST_BRK	(1U << 4)
+#define MW_HOOKS_LOST_SHMDT	(1U << 5)
+#define MW_HOOKS_LOST_LIBC	(1U << 6)	/* glibc-internal releases */
+MW_HIDDEN unsigned mw_hooks_check(void);
+/* Human-readable list of what was lost (static buffer, for the message). */
+MW_HIDDEN const char *mw_hooks_lost_what(void);
+
 #endif /* MW_HOOKS_H */

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hooks/alloc.h"
 #include "hooks/internal.h"
@@ -34,6 +35,27 @@ static atomic_int install_state;	/* 0 no, 1 running, 2 done */
 static int active;
 static unsigned support;
 static int late;			/* threads seen at installation */
+static int kernel;			/* the kernel source will be used */
+
+/*
+ * The kernel source sees every release by itself: the release hooks add
+ * nothing there, so they stay out of other libraries' way (no libc entry
+ * patches, no GOT rewriting of the release calls; the exported interposers
+ * only observe and chain). Expected when MMUWATCH_SOURCE=kernel, or when it
+ * is unset and /dev/mmuwatch can be opened read-write. Should the core then
+ * fail to open it, it falls back to hooks with what interposition alone
+ * catches (the self-test below says how much).
+ */
+static int mw_kernel_expected(void)
+{
+	const char *s = mw_env("MMUWATCH_SOURCE");
+
+	if (s && *s)
+		return strcmp(s, "kernel") == 0;
+	return !mw_raw_failed(mw_raw6(SYS_faccessat, AT_FDCWD,
+				      (long)"/dev/mmuwatch", R_OK | W_OK, 0, 0,
+				      0));
+}
 
 int mw_is_static(void)
 {
@@ -188,7 +210,9 @@ int mw_hooks_init(void)
 	if (want_hooks) {
 		const char *np = mw_env("MMUWATCH_HOOKS_NO_ENTRY_PATCH");
 
-		if (!(np && mw_lp_parse(np) == MW_LP_YES) && !mw_is_static()) {
+		kernel = mw_kernel_expected();
+		if (!(np && mw_lp_parse(np) == MW_LP_YES) && !mw_is_static() &&
+		    !kernel) {
 			int n = mw_thread_count();
 
 			if (n > 1)
@@ -198,7 +222,8 @@ int mw_hooks_init(void)
 		}
 		np = mw_env("MMUWATCH_HOOKS_NO_GOT");
 		if (!(np && mw_lp_parse(np) == MW_LP_YES))
-			mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
+			mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, !kernel);
+		mw_verify_snapshot();
 		support = mw_selftest();
 		/* like Open MPI: a static link cannot be trusted for munmap */
 		if (mw_is_static())

@@ -77,6 +77,40 @@ MW_HIDDEN unsigned long mw_got_patched(void);
 MW_HIDDEN unsigned mw_patch_libc(void);	/* bitmask of patched functions */
 MW_HIDDEN unsigned mw_patch_conflicts(void);
 MW_HIDDEN const char *mw_patch_name(unsigned bit);
+MW_HIDDEN unsigned mw_patch_mask(void);
+/* 1 while libc's entry of MW_FN_<i> still carries exactly our jump. */
+MW_HIDDEN int mw_patch_is_ours(unsigned i);
+/* code starts with a jump or a trap (someone patched it) */
+MW_HIDDEN int mw_patch_foreign(const void *code);
+
+/* The release calls, indexed as patch.c's table (the first eight). */
+enum mw_fn {
+	MW_FN_MUNMAP = 0, MW_FN_MADVISE, MW_FN_MMAP, MW_FN_MREMAP, MW_FN_BRK,
+	MW_FN_SHMDT, MW_FN_SHMAT, MW_FN_POSIX_MADVISE, MW_FN_SBRK, MW_FN_NR
+};
+
+/* next.c: the next definition of each release call after ours (the one
+ * our interposer chains to), and the recursion guard. */
+MW_HIDDEN extern __thread unsigned mw_chain_depth
+	__attribute__((tls_model("initial-exec")));
+/* The function to call after observing, or NULL for the raw system call
+ * (nested call, our own jump still at libc's entry, not resolved yet, or
+ * the test switch MMUWATCH_HOOKS_TEST_RAW). */
+MW_HIDDEN void *mw_next(enum mw_fn f);
+MW_HIDDEN uintptr_t mw_next_libc(enum mw_fn f);	/* libc's entry, 0 unknown */
+MW_HIDDEN const char *mw_fn_name(enum mw_fn f);
+/* 1 when a dynamic lookup of the name finds our definition first. */
+MW_HIDDEN int mw_next_we_are_first(void);
+/* 1 when addr lies in one of this library's loaded segments */
+MW_HIDDEN uintptr_t mw_self_base(void);
+
+/* verify.c: bypass detection. */
+MW_HIDDEN void mw_verify_snapshot(void);
+MW_HIDDEN void mw_verify_loaded(void);	/* a library was loaded */
+
+/* release.c: a probe (verify.c) counts hits without telling the core */
+MW_HIDDEN extern __thread int mw_release_probing
+	__attribute__((tls_model("initial-exec")));
 
 /* interpose.c: our implementations of the release calls (hidden aliases of
  * the exported symbols, also the targets of GOT and entry patches). */

@@ -7,8 +7,10 @@
  * Allocator: ours when the hooks decided so, glibc's __libc_* otherwise; free
  * and realloc go by address range (a glibc block stays glibc's).
  * Release calls: report the range to the release path first (only while the
- * hooks are on), then do the raw system call; never call libc's version
- * (it may be patched to jump here).
+ * hooks are on), then chain to the next definition (next.c: libc's entry,
+ * which may carry another library's hook), or the raw system call where
+ * chaining would come back here (hooks/README.md, "Living with other
+ * hookers").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -176,18 +178,49 @@ static inline void mw_note(uintptr_t lo, uintptr_t hi, enum mw_release_kind k)
 		mw_release_notify(lo, hi, mw_via_libc ? MW_RELEASE_LIBC : k);
 }
 
+/*
+ * Observe, then chain: the next definition (next.c) runs the call, so a
+ * hook another library put on libc's entry sees it too. The depth marks
+ * "inside our chain" for this thread: a call that comes back into us from
+ * the next definition is observed again (harmless: a spurious invalidation)
+ * but goes to the raw system call (no loop).
+ */
+#define MW_CHAIN(fn, type, next_args, raw_expr)                              \
+	do {                                                                  \
+		type (*nx_) next_args = mw_next(fn);                          \
+		type r_;                                                      \
+		if (!nx_)                                                     \
+			return (raw_expr);                                    \
+		mw_chain_depth++;                                             \
+		r_ = nx_ CALL_ARGS;                                           \
+		mw_chain_depth--;                                             \
+		return r_;                                                    \
+	} while (0)
+
 MW_EXPORT int munmap(void *a, size_t n)
 {
 	if (n && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MUNMAP);
-	return (int)mw_raw_ret(mw_raw(SYS_munmap, a, n, 0));
+#define CALL_ARGS (a, n)
+	MW_CHAIN(MW_FN_MUNMAP, int, (void *, size_t),
+		 (int)mw_raw_ret(mw_raw(SYS_munmap, a, n, 0)));
+#undef CALL_ARGS
+}
+
+static void *mw_mremap_next(void *old, size_t osz, size_t nsz, int flags,
+			    void *na)
+{
+#define CALL_ARGS (old, osz, nsz, flags, na)
+	MW_CHAIN(MW_FN_MREMAP, void *, (void *, size_t, size_t, int, void *),
+		 (void *)mw_raw_ret(mw_raw6(SYS_mremap, (long)old, (long)osz,
+					    (long)nsz, flags, (long)na, 0)));
+#undef CALL_ARGS
 }
 
 MW_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 {
 	uintptr_t o = (uintptr_t)old, orl = MW_PGUP(osz), nrl = MW_PGUP(nsz);
-	void *na = NULL;
-	long r;
+	void *na = NULL, *r;
 
 	if (flags & MREMAP_FIXED) {
 		va_list ap;
@@ -197,31 +230,33 @@ MW_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 		va_end(ap);
 	}
 	if (!mw_hooks_on || (o & (MW_PG - 1)) || !nsz)
-		goto raw;
+		goto call;
 	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
 		/* the target is unmapped first; the old pages move away */
 		if (flags & MREMAP_FIXED)
 			mw_note((uintptr_t)na, (uintptr_t)na + nrl,
 				MW_RELEASE_MREMAP);
 		mw_note(o, o + orl, MW_RELEASE_MREMAP);
-		goto raw;
+		goto call;
 	}
 	if (nrl < orl) {		/* shrinking never moves */
 		mw_note(o + nrl, o + orl, MW_RELEASE_MREMAP);
-		goto raw;
+		goto call;
 	}
 	if (nrl > orl && (flags & MREMAP_MAYMOVE)) {
-		/* grow in place if the kernel can; only a move releases */
-		r = mw_raw6(SYS_mremap, (long)old, (long)osz, (long)nsz,
-			    flags & ~MREMAP_MAYMOVE, 0, 0);
-		if (!mw_raw_failed(r))
-			return (void *)r;
+		/* grow in place if the kernel can; only a move releases. A
+		 * failed attempt changed nothing, so the second call below is
+		 * not a double application. */
+		int e = errno;
+
+		r = mw_mremap_next(old, osz, nsz, flags & ~MREMAP_MAYMOVE, NULL);
+		if (r != MAP_FAILED)
+			return r;
+		errno = e;
 		mw_note(o, o + orl, MW_RELEASE_MREMAP);
 	}
-raw:
-	r = mw_raw6(SYS_mremap, (long)old, (long)osz, (long)nsz, flags,
-		    (long)na, 0);
-	return (void *)mw_raw_ret(r);
+call:
+	return mw_mremap_next(old, osz, nsz, flags, na);
 }
 
 static int mw_madv_releases(int adv)
@@ -234,24 +269,34 @@ MW_EXPORT int madvise(void *a, size_t n, int adv)
 {
 	if (n && mw_madv_releases(adv) && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MADVISE);
-	return (int)mw_raw_ret(mw_raw(SYS_madvise, a, n, adv));
+#define CALL_ARGS (a, n, adv)
+	MW_CHAIN(MW_FN_MADVISE, int, (void *, size_t, int),
+		 (int)mw_raw_ret(mw_raw(SYS_madvise, a, n, adv)));
+#undef CALL_ARGS
 }
 
-/* glibc makes POSIX_MADV_DONTNEED a no-op (it would be destructive); we keep
- * that, and still report it: a spurious invalidation only costs a
- * re-registration, a missed one corrupts data on another libc. */
-MW_EXPORT int posix_madvise(void *a, size_t n, int adv)
+/* glibc makes POSIX_MADV_DONTNEED a no-op (it would be destructive); so does
+ * our raw fallback. We report it anyway: a spurious invalidation only costs
+ * a re-registration, a missed one corrupts data on another libc. */
+static int mw_posix_madvise_raw(void *a, size_t n, int adv)
 {
 	long r;
 
-	if (adv == POSIX_MADV_DONTNEED) {
-		if (n && !((uintptr_t)a & (MW_PG - 1)))
-			mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
-				MW_RELEASE_MADVISE);
+	if (adv == POSIX_MADV_DONTNEED)
 		return 0;
-	}
 	r = mw_raw(SYS_madvise, a, n, adv);
 	return mw_raw_failed(r) ? (int)-r : 0;
+}
+
+MW_EXPORT int posix_madvise(void *a, size_t n, int adv)
+{
+	if (adv == POSIX_MADV_DONTNEED && n && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
+			MW_RELEASE_MADVISE);
+#define CALL_ARGS (a, n, adv)
+	MW_CHAIN(MW_FN_POSIX_MADVISE, int, (void *, size_t, int),
+		 mw_posix_madvise_raw(a, n, adv));
+#undef CALL_ARGS
 }
 
 MW_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
@@ -263,8 +308,11 @@ MW_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 	if ((flags & MAP_FIXED) && n && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
 			MW_RELEASE_MMAP_FIXED);
-	return (void *)mw_raw_ret(mw_raw6(SYS_mmap, (long)a, (long)n, prot,
-					  flags, fd, (long)off));
+#define CALL_ARGS (a, n, prot, flags, fd, off)
+	MW_CHAIN(MW_FN_MMAP, void *, (void *, size_t, int, int, int, off_t),
+		 (void *)mw_raw_ret(mw_raw6(SYS_mmap, (long)a, (long)n, prot,
+					    flags, fd, (long)off)));
+#undef CALL_ARGS
 }
 
 /* glibc's sbrk caches the break in __curbrk: keep it right. */
@@ -274,20 +322,27 @@ static void **mw_curbrk(void)
 	return &__curbrk ? &__curbrk : &mw_curbrk_static;
 }
 
-MW_EXPORT int brk(void *a)
+static int mw_brk_raw(void *a)
 {
-	uintptr_t cur = (uintptr_t)mw_raw(SYS_brk, 0, 0, 0);
-	uintptr_t res;
+	uintptr_t res = (uintptr_t)mw_raw(SYS_brk, a, 0, 0);
 
-	if ((uintptr_t)a < cur && a)
-		mw_note(MW_PGUP(a), MW_PGUP(cur), MW_RELEASE_BRK);
-	res = (uintptr_t)mw_raw(SYS_brk, a, 0, 0);
 	*mw_curbrk() = (void *)res;
 	if (res < (uintptr_t)a) {
 		errno = ENOMEM;
 		return -1;
 	}
 	return 0;
+}
+
+MW_EXPORT int brk(void *a)
+{
+	uintptr_t cur = (uintptr_t)mw_raw(SYS_brk, 0, 0, 0);
+
+	if ((uintptr_t)a < cur && a)
+		mw_note(MW_PGUP(a), MW_PGUP(cur), MW_RELEASE_BRK);
+#define CALL_ARGS (a)
+	MW_CHAIN(MW_FN_BRK, int, (void *), mw_brk_raw(a));
+#undef CALL_ARGS
 }
 
 MW_EXPORT void *sbrk(intptr_t inc)
@@ -365,7 +420,20 @@ static size_t mw_mapping_len(uintptr_t a)
 	}
 done:
 	mw_raw(SYS_close, fd, 0, 0);
-	return found ? end_prev - a : len;
+	if (!found)
+		return len;
+	/* SysV segments show their id as the inode: shmdt() detaches the
+	 * whole segment, holes (a munmap'ed middle) and all, so report
+	 * its size when it is larger than the run of adjacent pieces. */
+	{
+		struct shmid_ds ds;
+
+		if (!mw_raw_failed(mw_raw(SYS_shmctl, (long)seg_ino, IPC_STAT,
+					  &ds)) &&
+		    MW_PGUP(ds.shm_segsz) > end_prev - a)
+			return MW_PGUP(ds.shm_segsz);
+	}
+	return end_prev - a;
 }
 
 MW_EXPORT int shmdt(const void *a)
@@ -373,7 +441,10 @@ MW_EXPORT int shmdt(const void *a)
 	if (mw_hooks_on && a && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + mw_mapping_len((uintptr_t)a),
 			MW_RELEASE_SHMDT);
-	return (int)mw_raw_ret(mw_raw(SYS_shmdt, a, 0, 0));
+#define CALL_ARGS (a)
+	MW_CHAIN(MW_FN_SHMDT, int, (const void *),
+		 (int)mw_raw_ret(mw_raw(SYS_shmdt, a, 0, 0)));
+#undef CALL_ARGS
 }
 
 MW_EXPORT void *shmat(int id, const void *a, int flags)
@@ -388,7 +459,10 @@ MW_EXPORT void *shmat(int id, const void *a, int flags)
 			mw_note(at, at + MW_PGUP(ds.shm_segsz),
 				MW_RELEASE_SHMAT_REMAP);
 	}
-	return (void *)mw_raw_ret(mw_raw(SYS_shmat, id, a, flags));
+#define CALL_ARGS (id, a, flags)
+	MW_CHAIN(MW_FN_SHMAT, void *, (int, const void *, int),
+		 (void *)mw_raw_ret(mw_raw(SYS_shmat, id, a, flags)));
+#undef CALL_ARGS
 }
 
 /* Objects dlopen'ed later get their GOT entries redirected too. The wrapper
@@ -403,6 +477,8 @@ void *mw_i_dlopen(const char *file, int mode)
 	mw_dl_depth--;
 	if (h && mw_hooks_on)
 		mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
+	if (h)
+		mw_verify_loaded();
 	return h;
 }
 
@@ -442,8 +518,10 @@ extern __typeof(mallopt) mw_i_mallopt __attribute__((alias("mallopt")));
 		__typeof__(expr) r_;                                          \
 		int e_;                                                       \
 		mw_via_libc = 1;                                              \
+		mw_chain_depth++;                                             \
 		r_ = (expr);                                                  \
 		e_ = errno;                                                   \
+		mw_chain_depth--;                                             \
 		mw_via_libc = 0;                                              \
 		errno = e_;                                                   \
 		return r_;                                                    \

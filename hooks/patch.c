@@ -43,6 +43,29 @@ static const struct {
 #define NFNS (sizeof(fns) / sizeof(fns[0]))
 
 static unsigned patched_mask, conflict_mask;
+static unsigned char *patched_at[NFNS];	/* libc entries we wrote */
+
+/* 1 while libc's entry i still carries our jump (nobody patched over it):
+ * then the code under it, a plain syscall wrapper, is ours to replace, and
+ * the next definition after our interposer is the raw system call. */
+int mw_patch_is_ours(unsigned i)
+{
+	unsigned char *at;
+	uint64_t to;
+
+	if (i >= NFNS || !(__atomic_load_n(&patched_mask, __ATOMIC_ACQUIRE) &
+			   (1U << i)))
+		return 0;
+	at = patched_at[i];
+	memcpy(&to, at + 6, 8);
+	return at[0] == 0xff && at[1] == 0x25 && !at[2] && !at[3] && !at[4] &&
+	       !at[5] && to == (uint64_t)(uintptr_t)fns[i].ours;
+}
+
+unsigned mw_patch_mask(void)
+{
+	return __atomic_load_n(&patched_mask, __ATOMIC_ACQUIRE);
+}
 
 const char *mw_patch_name(unsigned bit)
 {
@@ -135,8 +158,11 @@ unsigned mw_patch_libc(void)
 			conflict_mask |= 1U << i;
 			continue;
 		}
-		if (mw_write_jump(at, fns[i].ours) == 0)
-			patched_mask |= 1U << i;
+		if (mw_write_jump(at, fns[i].ours) == 0) {
+			patched_at[i] = at;
+			__atomic_or_fetch(&patched_mask, 1U << i,
+					  __ATOMIC_RELEASE);
+		}
 	}
 	if (conflict_mask) {
 		const char *head = "mmuwatch: hooks: libc's ";
@@ -166,3 +192,9 @@ unsigned mw_patch_libc(void)
 	return 0;	/* entry patching is x86-64 only */
 }
 #endif
+
+/* Exported for the foreign-patch test in verify.c. */
+int mw_patch_foreign(const void *code)
+{
+	return mw_is_foreign(code);
+}

@@ -60,7 +60,8 @@ static unsigned hooks_support_bits(void)
 #define MW_SUPPORT_ALL_KERNEL (MW_SUPPORT_MUNMAP | MW_SUPPORT_FREE | \
 	MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE | MW_SUPPORT_MAP_FIXED | \
 	MW_SUPPORT_BRK | MW_SUPPORT_SHMDT | MW_SUPPORT_RAW_SYSCALL | \
-	MW_SUPPORT_FOREIGN | MW_SUPPORT_MIGRATE | MW_SUPPORT_HIT_CHECK)
+	MW_SUPPORT_FOREIGN | MW_SUPPORT_MIGRATE | MW_SUPPORT_HIT_CHECK | \
+	MW_SUPPORT_ASYNC | MW_SUPPORT_FILE_HOLE)
 
 static int use_kernel(const char *why)
 {
@@ -205,6 +206,10 @@ MW_API int mw_init(void)
 		__atomic_store_n(&mwu_core.state,
 				 init_error ? MWU_FINALIZED : MWU_READY,
 				 __ATOMIC_RELEASE);
+		if (!init_error) {
+			mwu_guard_check();
+			mwu_neighbours_check(1);
+		}
 		return init_error;
 	}
 	/* Another thread is initialising: wait for it (no allocation). */
@@ -252,7 +257,11 @@ MW_API const char *mw_source_name(enum mw_source src)
 
 MW_API unsigned mw_support(void)
 {
-	return mwu_ready() ? 0 : mwu_guaranteed();
+	if (mwu_ready())
+		return 0;
+	mwu_guard_check();
+	mwu_neighbours_check(1);
+	return mwu_guaranteed();
 }
 
 MW_API const char *mw_source_reason(void)

@@ -69,7 +69,9 @@ static inline int mwu_watch_valid(const struct mw_watch *w)
 	if (mwu_unlikely(__atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE) !=
 			 __atomic_load_n(&mwu_fast.applied, __ATOMIC_RELAXED)))
 		mwu_soft_drain();
-	return __atomic_load_n(w->word, __ATOMIC_ACQUIRE) == w->token;
+	/* the pointer too: finalize and remove swap it on other threads */
+	return __atomic_load_n(__atomic_load_n(&w->word, __ATOMIC_ACQUIRE),
+			       __ATOMIC_ACQUIRE) == w->token;
 }
 /* Always-invalid word: watches of a dead context point here. */
 MWU_HIDDEN extern const uint64_t mwu_dead_word;
@@ -126,6 +128,7 @@ enum mwu_stat {
 	MWU_ST_MISSES, MWU_ST_INVAL_KERNEL, MWU_ST_INVAL_HOOKS,
 	MWU_ST_INVAL_SCAN, MWU_ST_OVERFLOWS, MWU_ST_EVICTIONS, MWU_ST_REGS,
 	MWU_ST_DEREGS, MWU_ST_REG_FAILED, MWU_ST_BYTES, MWU_ST_REGIONS,
+	MWU_ST_HOOKS_LOST,
 	MWU_ST_NR
 };
 MWU_HIDDEN extern uint64_t mwu_stat[MWU_ST_NR];
@@ -149,6 +152,17 @@ static inline void mwu_count_hit(void)
 	__atomic_store_n(&mwu_tstat.hits, mwu_tstat.hits + 1, __ATOMIC_RELAXED);
 }
 MWU_HIDDEN void mwu_stats_atfork_child(void);
+
+/* ---- fail closed at run time (guard.c) ---- */
+/* Hooks source: drop the guarantee of any release path whose hook another
+ * library took away (once, said on stderr, counted, caches flushed). */
+MWU_HIDDEN void mwu_guard_check(void);
+
+/* ---- other libraries (neighbours.c) ---- */
+/* Kernel source: find UCX at load time and forward releases to it. Both
+ * outside the core lock; force = 0 on hot paths (rate-limited). */
+MWU_HIDDEN void mwu_neighbours_check(int force);
+MWU_HIDDEN void mwu_neighbours_deliver(void);
 
 /* Range validation shared by the API: MW_OK or an error. User space ends
  * below 2^47 (4-level paging) or 2^56 (5-level); wrapping or larger

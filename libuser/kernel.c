@@ -58,8 +58,22 @@ static void unmap_all(void)
 {
 	if (K.ring)
 		munmap(K.ring, K.info.ring_mmap_size);
-	if (K.words)
+	if (K.words &&
+	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_FINALIZED) {
+		/* mw_finalize(): another thread may be in a hit, holding a
+		 * pointer into the words. Put private memory reading "invalid"
+		 * (odd: never a token) in their place instead of a hole. */
+		void *p = mmap((void *)K.words, K.info.words_mmap_size,
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+		if (p != MAP_FAILED)
+			memset(p, 0xff, (size_t)K.info.nr_words * sizeof(uint64_t));
+		else
+			munmap((void *)K.words, K.info.words_mmap_size);
+	} else if (K.words) {
 		munmap((void *)K.words, K.info.words_mmap_size);
+	}
 	if (K.slots)
 		munmap(K.slots, K.slots_size);
 	K.ring = NULL;
@@ -147,7 +161,8 @@ static void kill_all_watches(void)
 		return;
 	for (i = 0; i < K.info.nr_words; i++)
 		if (K.slots[i].w) {
-			K.slots[i].w->word = &mwu_dead_word;
+			__atomic_store_n(&K.slots[i].w->word, &mwu_dead_word,
+					 __ATOMIC_RELEASE);
 			K.slots[i].w = NULL;
 		}
 }

@@ -36,6 +36,8 @@ int mwu_progress_round(unsigned max_events, unsigned max_sink)
 	struct mwu_sink *s;
 	int n = 0, left = 0;
 
+	mwu_guard_check();	/* the periodic bypass check */
+	mwu_neighbours_check(0);	/* UCX loaded since? */
 	pthread_mutex_lock(&mwu_core.lock);
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_READY) {
 		if (mwu_core.source == MW_SOURCE_KERNEL)
@@ -44,6 +46,7 @@ int mwu_progress_round(unsigned max_events, unsigned max_sink)
 			n = mwu_soft_drain_locked(max_events);
 	}
 	pthread_mutex_unlock(&mwu_core.lock);
+	mwu_neighbours_deliver();
 	if (!max_sink)
 		return n;
 	pthread_mutex_lock(&sink_lock);

@@ -70,11 +70,16 @@ void mwu_soft_close(void)
 
 	if (S.slots)
 		for (i = 0; i < S.hw; i++)
-			if (S.slots[i].w)
-				S.slots[i].w->word = &mwu_dead_word;
-	/* The log stays mapped: a hook may still be appending to it. */
-	if (S.words)
-		munmap(S.words, S.words_size);
+			if (S.slots[i].w) {
+				__atomic_store_n(&S.words[i],
+						 S.slots[i].w->token | 1,
+						 __ATOMIC_RELEASE);
+				__atomic_store_n(&S.slots[i].w->word,
+						 &mwu_dead_word, __ATOMIC_RELEASE);
+			}
+	/* The log stays mapped: a hook may still be appending to it. So do
+	 * the words: a hit on another thread may hold a pointer into them
+	 * (it reads them invalid). */
 	if (S.slots)
 		munmap(S.slots, S.slots_size);
 	if (S.free)
@@ -105,7 +110,7 @@ static void fire(uint32_t slot, enum mwu_stat why)
 {
 	struct mw_watch *w = S.slots[slot].w;
 
-	S.words[slot] = w->token | 1;
+	__atomic_store_n(&S.words[slot], w->token | 1, __ATOMIC_RELEASE);
 	S.slots[slot].w = NULL;
 	S.free[S.nfree++] = slot;
 	mwu_stat_add(why, 1);
@@ -192,6 +197,8 @@ int mwu_soft_watch(struct mw_watch *w)
 
 	if (!S.words)
 		return MW_EDEVICE;
+	/* A hook lost since the last check: guarantee dropped, all flushed. */
+	mwu_guard_check();
 	/* Releases logged before this watch concern older mappings. */
 	mwu_soft_drain_locked(0);
 	if (!S.nfree)
@@ -205,7 +212,7 @@ int mwu_soft_watch(struct mw_watch *w)
 	w->id = ++S.next_id;
 	S.slots[slot].w = w;
 	__atomic_store_n(&S.words[slot], w->token, __ATOMIC_RELEASE);
-	w->word = &S.words[slot];
+	__atomic_store_n(&w->word, &S.words[slot], __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -215,10 +222,10 @@ int mwu_soft_unwatch(struct mw_watch *w)
 
 	if (w->word == &mwu_dead_word || !S.words || slot >= S.nr)
 		return 0;
-	w->word = &mwu_dead_word;
+	__atomic_store_n(&w->word, &mwu_dead_word, __ATOMIC_RELEASE);
 	if (S.slots[slot].w != w)
 		return 0;	/* fired already */
-	S.words[slot] = w->token | 1;
+	__atomic_store_n(&S.words[slot], w->token | 1, __ATOMIC_RELEASE);
 	S.slots[slot].w = NULL;
 	S.free[S.nfree++] = slot;
 	return 0;

@@ -94,6 +94,7 @@ MW_API int mw_stats_get(struct mw_stats *st)
 	st->reg_failed = LD(MWU_ST_REG_FAILED);
 	st->bytes_pinned = LD(MWU_ST_BYTES);
 	st->regions = LD(MWU_ST_REGIONS);
+	st->hooks_lost = LD(MWU_ST_HOOKS_LOST);
 	return 0;
 }
 
@@ -106,14 +107,15 @@ MW_API void mw_stats_print(void *file)
 	fprintf(f, "mmuwatch stats: source=%s hits=%llu misses=%llu "
 		"inval_kernel=%llu inval_hooks=%llu inval_scan=%llu overflows=%llu "
 		"evictions=%llu regs=%llu deregs=%llu reg_failed=%llu "
-		"bytes_pinned=%llu regions=%llu\n",
+		"bytes_pinned=%llu regions=%llu hooks_lost=%llu\n",
 		mw_source_name(mwu_core.source),
 		(unsigned long long)s.hits, (unsigned long long)s.misses,
 		(unsigned long long)s.inval_kernel, (unsigned long long)s.inval_hooks,
 		(unsigned long long)s.inval_scan, (unsigned long long)s.overflows,
 		(unsigned long long)s.evictions, (unsigned long long)s.regs,
 		(unsigned long long)s.deregs, (unsigned long long)s.reg_failed,
-		(unsigned long long)s.bytes_pinned, (unsigned long long)s.regions);
+		(unsigned long long)s.bytes_pinned, (unsigned long long)s.regions,
+		(unsigned long long)s.hooks_lost);
 }
 
 __attribute__((destructor)) static void stats_at_exit(void)

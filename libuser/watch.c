@@ -34,6 +34,7 @@ MW_API int mw_watch_add_batch(struct mw_watch *const *w,
 		return ret;
 	if (!w || !starts || !lens || !n)
 		return MW_EINVAL;
+	mwu_neighbours_check(0);
 	for (i = 0; i < n; i++) {
 		ret = watch_prepare(w[i], starts[i], lens[i], cb, arg);
 		if (ret)
@@ -77,7 +78,7 @@ MW_API int mw_watch_remove(struct mw_watch *w)
 
 MW_API int mw_watch_valid(const struct mw_watch *w)
 {
-	if (!w || !w->word)
+	if (!w || !__atomic_load_n(&w->word, __ATOMIC_ACQUIRE))
 		return 0;
 	return mwu_watch_valid(w);
 }

@@ -28,3 +28,11 @@ DESTDIR ?=
 # Kernels the VM bench tests; the setup script installs exactly these.
 KVERS := $(shell cat $(BUILD)/kernels 2>/dev/null || cat $(TOP)/vm/kernels)
 KVER_DEFAULT := $(firstword $(KVERS))
+# ThreadSanitizer build of the library tests (clang: GCC's TSan refuses
+# atomic_thread_fence; hooks/ is built without it anyway, with the default
+# compiler): make CC=clang SAN=tsan BUILD=<dir> -C libuser check. The
+# TSan runtime lives in the executable: the library leaves it undefined.
+ifeq ($(SAN),tsan)
+CFLAGS_COMMON += -fsanitize=thread -fno-omit-frame-pointer
+LDFLAGS_SAN := -fsanitize=thread -Wl,-z,undefs
+endif

@@ -56,6 +56,9 @@ $(T)/bench_alloc: tests/bench_alloc.c $(ARCHIVE) | $(T)
 check: all $(TESTS)
 	@T=$(T) PRELOAD=$(PRELOAD) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
 		sh tests/run.sh
+	@if [ -e /usr/include/ucm/api/ucm.h ] && [ -e $(LIB)/libmmuwatch.so ]; then \
+		$(MAKE) --no-print-directory check-neighbour; \
+	else echo "ok - # SKIP neighbour matrix: no libucx-dev or libmmuwatch.so"; fi
 
 bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD)
 	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
@@ -70,3 +73,48 @@ $(T)/libmwt_patcher.so: tests/patcher_lib.c | $(T)
 $(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE) -L$(T) -l:libmwt_patcher.so \
 		-Wl,-rpath,$(T) -ldl
+
+# The libfabric column (verbs provider: run in the VM over Soft-RoCE,
+# vm/tests.d/41-neighbour-fi.sh); built with the host checks.
+NBFSRC := tests/neighbour_fi.c
+NBF := $(T)/nbf_plain $(T)/nbf_linked $(T)/nbf_alone
+$(T)/nbf_plain: $(NBFSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
+$(T)/nbf_linked: $(NBFSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lfabric -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
+$(T)/nbf_alone: $(NBFSRC) | $(T)
+	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $< -ldl
+
+# The good-neighbour matrix (tests/neighbour.sh): UCX and libmmuwatch in
+# one process, every order and mode; then its two negative controls, which
+# must fail: the interposers forced back to raw system calls (UCX's bistro
+# self-test fails) and bypass detection off (stale hits appear).
+NBSRC := tests/neighbour_ucx.c
+NBLIB := -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
+NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone $(NBF) $(T)/shmdt_whole
+$(T)/shmdt_whole: tests/shmdt_whole.c $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
+$(T)/nb_plain: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
+$(T)/nb_linked113: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lucs -lucm $(NBLIB)
+$(T)/nb_alone: $(NBSRC) | $(T)
+	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $< -ldl
+
+check-neighbour: $(NB)
+	@u=$$($(TOP)/tools/anchors.sh ucx 2>/dev/null) && \
+	$(CC) $(TCFLAGS) -o $(T)/nb_linked122 $(NBSRC) -Wl,--no-as-needed \
+		-L$$u/lib -Wl,-rpath,$$u/lib -lucs -lucm $(NBLIB) || \
+		{ echo "# UCX 1.22 anchor not available: its column skipped"; u=; }; \
+	export T=$(T) U122=$${u:+$$u/lib}; \
+	MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 $(T)/shmdt_whole || exit 1; \
+	sh tests/neighbour.sh || exit 1; \
+	n=$$(NB_EXTRA=MMUWATCH_HOOKS_TEST_RAW=1 sh tests/neighbour.sh hooks | \
+		grep -c '^not ok.*bistro.*= -22'); \
+	if [ "$$n" -gt 0 ]; then echo "ok - negative control: raw interposers break UCX bistro in $$n cells"; \
+	else echo "not ok - negative control: raw interposers did not break UCX bistro"; exit 1; fi; \
+	n=$$(NB_EXTRA=MMUWATCH_HOOKS_TEST_NO_VERIFY=1 sh tests/neighbour.sh hooks | \
+		grep -c '^not ok.*stale'); \
+	if [ "$$n" -gt 0 ]; then echo "ok - negative control: without bypass detection $$n cells serve stale hits"; \
+	else echo "not ok - negative control: no stale hit without bypass detection"; exit 1; fi
+

@@ -59,10 +59,12 @@ enum mw_source {
 };
 
 /* Support level: which kinds of release are caught by the active source. */
+/* (Each bit covers exactly the paths listed for it in hooks/README.md's
+ * release-path table; a source never claims a bit one of them misses.) */
 #define MW_SUPPORT_MUNMAP	(1U << 0)	/* munmap() through libc */
 #define MW_SUPPORT_FREE		(1U << 1)	/* free()/realloc() returning memory */
-#define MW_SUPPORT_MREMAP	(1U << 2)
-#define MW_SUPPORT_MADVISE	(1U << 3)
+#define MW_SUPPORT_MREMAP	(1U << 2)	/* mremap() through libc */
+#define MW_SUPPORT_MADVISE	(1U << 3)	/* madvise()/posix_madvise() via libc */
 #define MW_SUPPORT_MAP_FIXED	(1U << 4)
 #define MW_SUPPORT_BRK		(1U << 5)
 #define MW_SUPPORT_SHMDT	(1U << 6)
@@ -70,6 +72,9 @@ enum mw_source {
 #define MW_SUPPORT_FOREIGN	(1U << 8)	/* truncate etc. by other processes */
 #define MW_SUPPORT_MIGRATE	(1U << 9)	/* page migration, compaction */
 #define MW_SUPPORT_HIT_CHECK	(1U << 10)	/* per-hit validity check */
+#define MW_SUPPORT_ASYNC	(1U << 11)	/* io_uring ops (IORING_OP_MADVISE) */
+#define MW_SUPPORT_FILE_HOLE	(1U << 12)	/* own ftruncate/fallocate punch
+						 * hole of a file mapped shared */
 
 /*
  * Initialise (idempotent; safe from a constructor and from any thread;
@@ -133,7 +138,8 @@ struct mw_stats {
 	uint64_t reg_failed;		/* registrations the backend refused */
 	uint64_t bytes_pinned;		/* currently registered bytes */
 	uint64_t regions;		/* currently registered regions */
-	uint64_t reserved[4];
+	uint64_t hooks_lost;		/* hooks found bypassed (fail closed) */
+	uint64_t reserved[3];
 };
 MW_API int mw_stats_get(struct mw_stats *st);
 MW_API void mw_stats_print(void *file /* FILE *, NULL = stderr */);

@@ -330,7 +330,7 @@ static void cb_b(void *arg, uintptr_t s, uintptr_t e, enum mw_source src)
 	pair_cb(&PB, arg);
 }
 
-static volatile int churn_stop;
+static _Atomic int churn_stop;	/* atomic: TSan builds */
 
 static void *churn(void *arg)
 {

@@ -14,6 +14,14 @@ if [ "${MW_SAN:-}" = asan ]; then
 	SOURCES=none
 	export LSAN_OPTIONS=print_suppressions=0:suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp
 fi
+if [ "${MW_SAN:-}" = tsan ]; then
+	# make CC=clang SAN=tsan BUILD=<dir> -C libuser check. TSan's
+	# allocator stays (ours off); libc's entries are not patched: TSan's
+	# runtime maps its own memory through them, and our instrumented
+	# release path must not run inside it. Interposition still applies.
+	export MMUWATCH_HOOKS_ALLOCATOR=0 MMUWATCH_HOOKS_NO_ENTRY_PATCH=1
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+fi
 n=0 fail=0
 run() { # name cmd...
 	local name=$1 out rc; shift
@@ -27,10 +35,22 @@ echo "TAP version 13"
 for src in $SOURCES; do
 	export MMUWATCH_SOURCE=$src
 	run "libuser.core.$src" $T/core
+	run "libuser.races.$src" $T/races
 	# Statically linked, the hooks' malloc is the executable's own: not
 	# under ASan.
-	[ "${MW_SAN:-}" = asan ] ||
+	[ -n "${MW_SAN:-}" ] ||
 		run "libuser.core_static.$src" $T/core_static init_ctor init_threads fork_inflight
 done
+if [ "${MW_SAN:-}" = asan ]; then
+	# Another interposer in front of ours (issue 19): ASan intercepts
+	# mmap/munmap/... first and calls the next definition, ours, which
+	# observes and chains on to libc. Its allocator stays (ours off).
+	run "libuser.core.hooks_behind_asan" env -u MMUWATCH_HOOKS_DISABLE \
+		MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_HOOKS_ALLOCATOR=0 $T/core
+	run "libuser.races.hooks_behind_asan" env -u MMUWATCH_HOOKS_DISABLE \
+		MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_HOOKS_ALLOCATOR=0 $T/races
+fi
 echo "1..$n"
 exit $fail

@@ -8,7 +8,9 @@
 # idle drain by the helper thread and its negative control, threads exiting
 # during reclaims) and the library core (init from a constructor and from 8
 # threads, MMUWATCH_STATS, MMUWATCH_LOG, release callbacks from the ring,
-# fork during callback changes, fork without a device: degrade to none).
+# fork during callback changes, fork without a device: degrade to none),
+# and its lifecycle races (finalize during hits, fork of a threaded
+# process, thread exit: libuser/tests/races.c).
 set -u
 TOP=${MW_TOP:?}
 T=$TOP/build/tests/rcache
@@ -33,5 +35,6 @@ run "rcache.threads.negative_control.kernel" 0 $T/threads --seconds 2 --no-inval
 run "rcache.features.kernel" 0 $T/features
 run "libuser.core.kernel" 0 $L/core
 run "libuser.core_static.kernel" 0 $L/core_static init_ctor init_threads
+run "libuser.races.kernel" 0 $L/races
 echo "1..$n"
 exit $fail

@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The good-neighbour matrix (issue 19) on the host: UCX {Debian 1.13, 1.22}
+# x UCX_MEM_MMAP_HOOK_MODE {bistro, reloc} x order {linked before us,
+# LD_PRELOADed before us, dlopened after us} x our mode {hooks, none,
+# MMUWATCH_HOOKS_DISABLE=1}, plus the control (UCX alone). Each cell is one
+# run of neighbour_ucx (see there for what it checks); one ok/not ok line.
+# (The kernel column runs in the VM: vm/tests.d/40-neighbour.sh.)
+#   neighbour.sh [MODES]  MODES defaults to "hooks none disabled"
+# Environment: T (test binaries), U122 (UCX 1.22 lib dir, optional),
+# NB_EXTRA (extra environment for every cell, the negative controls).
+# Exit 0 when every cell passed, 1 otherwise, 77 without UCX.
+T=${T:?}
+MODES=${1:-hooks none disabled}
+U113=/usr/lib/x86_64-linux-gnu
+[ -e "$U113/libucs.so.0" ] || { echo "skip: no Debian UCX"; exit 77; }
+VERS="113"
+[ -n "$U122" ] && [ -e "$U122/libucs.so.0" ] && VERS="113 122"
+fail=0
+
+run() {	# cell env... -- program
+	cell=$1; shift
+	out=$(env "$@" 2>"${TMPDIR:-/tmp}/nb.$$.err") || fail=1
+	echo "$out"
+	case "$out" in ok*) ;; *) sed "s/^/#   /" "${TMPDIR:-/tmp}/nb.$$.err" | head -5 ;; esac
+}
+
+for v in $VERS; do
+	if [ "$v" = 113 ]; then dir=$U113; else dir=$U122; fi
+	for hm in bistro reloc; do
+		run "control ucx$v $hm" UCX_MEM_MMAP_HOOK_MODE=$hm \
+			MW_UCX_DLOPEN=$dir/libucs.so.0 $T/nb_alone \
+			"control ucx-$v $hm (UCX alone)"
+		for mode in $MODES; do
+			case $mode in
+			hooks) our="MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1" ;;
+			none) our="MMUWATCH_SOURCE=none MMUWATCH_LEAVE_PINNED=1" ;;
+			disabled) our="MMUWATCH_HOOKS_DISABLE=1" ;;
+			kernel) our="MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
+			esac
+			c="ucx-$v $hm $mode"
+			# shellcheck disable=SC2086
+			run "$c" $our $NB_EXTRA UCX_MEM_MMAP_HOOK_MODE=$hm \
+				$T/nb_linked$v "$c linked-before-us"
+			# shellcheck disable=SC2086
+			run "$c" $our $NB_EXTRA UCX_MEM_MMAP_HOOK_MODE=$hm \
+				LD_PRELOAD="$dir/libucs.so.0 $dir/libucm.so.0" \
+				$T/nb_plain "$c preloaded-before-us"
+			# shellcheck disable=SC2086
+			run "$c" $our $NB_EXTRA UCX_MEM_MMAP_HOOK_MODE=$hm \
+				MW_UCX_DLOPEN=$dir/libucs.so.0 \
+				$T/nb_plain "$c dlopened-after-us"
+		done
+	done
+done
+rm -f "${TMPDIR:-/tmp}/nb.$$.err"
+exit $fail

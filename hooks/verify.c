@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bypass detection: are our release hooks still in the path? Another
+ * library can take them away at any time after we installed them: UCX's
+ * libucm (bistro mode) overwrites the first bytes of the function it finds
+ * as "munmap" (ours, when it looks after itself in symbol order, or libc's,
+ * where our own jump was), and in reloc mode it rewrites GOT slots to its
+ * functions, some of which (brk) end in a raw system call. A hook we lost
+ * silently would let the cache serve a stale registration, so we look:
+ *  1. our interposers' first bytes are what they were at startup (nobody
+ *     put a jump there);
+ *  2. each jump we wrote at libc's entry is still ours (else releases made
+ *     inside libc, glibc's free() and malloc_trim(), go unseen);
+ *  3. every GOT slot for a release call, in every loaded object, leads to
+ *     us: our function; libc's entry while our jump is on it; an unbound
+ *     lazy slot when we are first in symbol order; otherwise it goes to
+ *     someone else's function, which is probed once (called on a scratch
+ *     mapping while the release path counts: did the call reach us?).
+ *     brk/sbrk cannot be probed safely and are lost when redirected.
+ * 1 and 2 cost a few compares and run on every check; 3 walks the loaded
+ * objects and runs when the set of objects changed (dl_iterate_phdr's adds
+ * counter, or our dlopen wrapper) and at most once a second otherwise.
+ * Loss is sticky: a release may have gone unseen while the hook was away.
+ */
+#include <elf.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <time.h>
+
+#include "hooks/internal.h"
+#include "hooks/raw.h"
+
+#define SNAP 16
+
+static const struct {
+	const char *name;
+	void *ours;
+	enum mw_fn fn;
+} fns[] = {
+	{"munmap", (void *)mw_i_munmap, MW_FN_MUNMAP},
+	{"mremap", (void *)mw_i_mremap, MW_FN_MREMAP},
+	{"madvise", (void *)mw_i_madvise, MW_FN_MADVISE},
+	{"posix_madvise", (void *)mw_i_posix_madvise, MW_FN_POSIX_MADVISE},
+	{"mmap", (void *)mw_i_mmap, MW_FN_MMAP},
+	{"mmap64", (void *)mw_i_mmap, MW_FN_MMAP},
+	{"brk", (void *)mw_i_brk, MW_FN_BRK},
+	{"sbrk", (void *)mw_i_sbrk, MW_FN_SBRK},
+	{"shmdt", (void *)mw_i_shmdt, MW_FN_SHMDT},
+	{"shmat", (void *)mw_i_shmat, MW_FN_SHMAT},
+};
+#define NF (sizeof(fns) / sizeof(fns[0]))
+
+static unsigned char snap[NF][SNAP];
+static int snapped, test_off = -1;
+static atomic_uint lost;     /* MW_HOOKS_LOST_* */
+static atomic_int load_seen; /* our dlopen wrapper saw a load */
+static unsigned long long adds_seen;
+static long long next_full_ns;
+static atomic_int busy;
+static char what[160];
+
+static unsigned mw_fn_lost_bit(enum mw_fn f)
+{
+	switch (f) {
+	case MW_FN_MUNMAP:
+		return MW_HOOKS_LOST_MUNMAP;
+	case MW_FN_MREMAP:
+		return MW_HOOKS_LOST_MREMAP;
+	case MW_FN_MADVISE:
+	case MW_FN_POSIX_MADVISE:
+		return MW_HOOKS_LOST_MADVISE;
+	case MW_FN_MMAP:
+		return MW_HOOKS_LOST_MAP_FIXED;
+	case MW_FN_BRK:
+	case MW_FN_SBRK:
+		return MW_HOOKS_LOST_BRK;
+	case MW_FN_SHMDT:
+	case MW_FN_SHMAT:
+		return MW_HOOKS_LOST_SHMDT;
+	default:
+		return 0;
+	}
+}
+
+static void mw_lose(unsigned bits, const char *name)
+{
+	size_t l = strlen(what), n = strlen(name);
+
+	if (!bits || (atomic_load(&lost) & bits) == bits)
+		return;
+	atomic_fetch_or(&lost, bits);
+	if (l + n + 2 < sizeof(what)) {
+		if (l)
+			what[l++] = ' ';
+		memcpy(what + l, name, n + 1);
+	}
+}
+
+const char *mw_hooks_lost_what(void)
+{
+	return what;
+}
+
+void mw_verify_snapshot(void)
+{
+	size_t i;
+
+	if (snapped)
+		return;
+	for (i = 0; i < NF; i++)
+		memcpy(snap[i], fns[i].ours, SNAP);
+	snapped = 1;
+}
+
+void mw_verify_loaded(void)
+{
+	atomic_store(&load_seen, 1);
+}
+
+/* 1 and 2: a few compares. */
+static void mw_check_code(void)
+{
+	size_t i;
+
+	for (i = 0; i < NF; i++)
+		if (memcmp(snap[i], fns[i].ours, SNAP) != 0 ||
+		    mw_patch_foreign(fns[i].ours))
+			mw_lose(mw_fn_lost_bit(fns[i].fn), fns[i].name);
+	for (i = 0; i < MW_FN_SBRK; i++)
+		if ((mw_patch_mask() & (1U << i)) && !mw_patch_is_ours(i))
+			mw_lose(MW_HOOKS_LOST_LIBC, "libc-entry");
+}
+
+/* ---- 3: GOT slots ------------------------------------------------------- */
+
+/* Verdicts of probed foreign targets (the same few functions everywhere). */
+static struct {
+	uintptr_t target;
+	enum mw_fn fn;
+	int ok;
+} probed[16];
+static unsigned nprobed;
+
+typedef int (*munmap_fn)(void *, size_t);
+typedef int (*madvise_fn)(void *, size_t, int);
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+typedef int (*shmdt_fn)(const void *);
+typedef void *(*shmat_fn)(int, const void *, int);
+
+/* Call the foreign target on scratch memory; did the release reach us? */
+static int mw_probe(enum mw_fn f, uintptr_t target)
+{
+	size_t pg = mw_page_size();
+	char *s = mw_raw_mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok = 0, id = -1;
+	long at;
+
+	if (s == MAP_FAILED)
+		return 0;
+	mw_release_probing = 1;
+	mw_release_watch((uintptr_t)s, (uintptr_t)s + 2 * pg);
+	switch (f) {
+	case MW_FN_MUNMAP:
+		((munmap_fn)target)(s, 2 * pg);
+		break;
+	case MW_FN_MADVISE:
+		((madvise_fn)target)(s, pg, MADV_DONTNEED);
+		break;
+	case MW_FN_POSIX_MADVISE:
+		((madvise_fn)target)(s, pg, POSIX_MADV_DONTNEED);
+		break;
+	case MW_FN_MMAP:
+		((mmap_fn)target)(s, pg, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				  0);
+		break;
+	case MW_FN_MREMAP:
+		((mremap_fn)target)(s, 2 * pg, pg, 0);
+		break;
+	case MW_FN_SHMDT:
+	case MW_FN_SHMAT:
+		id = (int)mw_raw(SYS_shmget, IPC_PRIVATE, pg, IPC_CREAT | 0600);
+		if (id < 0)
+			break;
+		if (f == MW_FN_SHMAT) {
+			at = (long)((shmat_fn)target)(id, s, SHM_REMAP);
+		} else {
+			at = mw_raw(SYS_shmat, id, 0, 0);
+			if (!mw_raw_failed(at)) {
+				mw_release_watch((uintptr_t)at,
+						 (uintptr_t)at + pg);
+				((shmdt_fn)target)((void *)at);
+				at = -1;
+			}
+		}
+		if (!mw_raw_failed(at))
+			mw_raw(SYS_shmdt, at, 0, 0);
+		mw_raw(SYS_shmctl, id, IPC_RMID, 0);
+		break;
+	default:
+		break;
+	}
+	ok = mw_release_watch_hits() > 0;
+	mw_release_watch(0, 0);
+	mw_release_probing = 0;
+	mw_raw(SYS_munmap, s, 2 * pg, 0);
+	return ok;
+}
+
+static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
+{
+	unsigned i;
+	int ok;
+
+	if (f == MW_FN_BRK || f == MW_FN_SBRK)
+		return 0; /* a probe would move the break under malloc */
+	for (i = 0; i < nprobed; i++)
+		if (probed[i].target == target && probed[i].fn == f)
+			return probed[i].ok;
+	ok = mw_probe(f, target);
+	if (nprobed < sizeof(probed) / sizeof(probed[0])) {
+		probed[nprobed].target = target;
+		probed[nprobed].fn = f;
+		probed[nprobed++].ok = ok;
+	}
+	return ok;
+}
+
+struct gwalk {
+	uintptr_t lo, hi; /* the object being walked (lazy slots) */
+};
+
+static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
+			  const char *nm, uintptr_t v, size_t k)
+{
+	enum mw_fn f = fns[k].fn;
+
+	(void)e;
+	if (v == (uintptr_t)fns[k].ours)
+		return;
+	if (v == mw_next_libc(f) && f < MW_FN_SBRK && mw_patch_is_ours(f))
+		return;
+	if (v >= g->lo && v < g->hi) { /* lazy: binds on first call */
+		if (mw_next_we_are_first())
+			return;
+		if (f < MW_FN_SBRK && mw_patch_is_ours(f))
+			return;
+		mw_lose(mw_fn_lost_bit(f), nm);
+		return;
+	}
+	if (!mw_foreign_ok(f, v))
+		mw_lose(mw_fn_lost_bit(f), nm);
+}
+
+static void mw_check_relocs(const struct mw_elf *e, const struct gwalk *g,
+			    const void *tab, size_t sz)
+{
+	const ElfW(Rela) *r = tab,
+			 *end = (const ElfW(Rela) *)((const char *)tab + sz);
+	const ElfW(Sym) *syms = e->symtab;
+
+	if (!r)
+		return;
+	for (; r < end; r++) {
+		unsigned long type = ELF64_R_TYPE(r->r_info);
+		const char *nm;
+		size_t k;
+
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    !ELF64_R_SYM(r->r_info))
+			continue;
+		nm = e->strtab + syms[ELF64_R_SYM(r->r_info)].st_name;
+		for (k = 0; k < NF; k++) {
+			if (strcmp(nm, fns[k].name) != 0)
+				continue;
+			mw_check_slot(
+				e, g, nm,
+				__atomic_load_n(
+					(uintptr_t *)(e->base + r->r_offset),
+					__ATOMIC_ACQUIRE),
+				k);
+			break;
+		}
+	}
+}
+
+static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	uintptr_t ldso = (uintptr_t)getauxval(AT_BASE);
+	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct gwalk g = {.lo = UINTPTR_MAX, .hi = 0};
+	struct mw_elf e;
+	int i;
+
+	(void)sz;
+	(void)arg;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (lo < g.lo)
+			g.lo = lo;
+		if (lo + p->p_memsz > g.hi)
+			g.hi = lo + p->p_memsz;
+	}
+	if ((ldso && ldso >= g.lo && ldso < g.hi) ||
+	    (vdso && vdso >= g.lo && vdso < g.hi) ||
+	    mw_elf_from_phdr(&e, info->dlpi_addr,
+			     info->dlpi_name ? info->dlpi_name : "",
+			     info->dlpi_phdr, info->dlpi_phnum) != 0)
+		return 0;
+	mw_check_relocs(&e, &g, e.jmprel, e.jmprel_sz);
+	mw_check_relocs(&e, &g, e.rela, e.rela_sz);
+	return 0;
+}
+
+static int mw_adds_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	(void)sz;
+	*(unsigned long long *)arg = info->dlpi_adds + (info->dlpi_subs << 32);
+	return 1;
+}
+
+static long long mw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+unsigned mw_hooks_check(void)
+{
+	unsigned long long adds = 0;
+	long long now;
+	int zero = 0;
+
+	if (!mw_hooks_active() || mw_is_static())
+		return 0;
+	if (test_off < 0) {
+		const char *t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY");
+
+		test_off = t && mw_lp_parse(t) == MW_LP_YES;
+	}
+	if (test_off)
+		return 0;
+	if (!atomic_compare_exchange_strong(&busy, &zero, 1))
+		return atomic_load(&lost); /* another thread checks */
+	mw_verify_snapshot();
+	mw_check_code();
+	dl_iterate_phdr(mw_adds_cb, &adds);
+	now = mw_now_ns();
+	if (adds != adds_seen || atomic_exchange(&load_seen, 0) ||
+	    now >= next_full_ns) {
+		adds_seen = adds;
+		next_full_ns = now + 1000000000LL;
+		dl_iterate_phdr(mw_got_cb, NULL);
+	}
+	atomic_store(&busy, 0);
+	return atomic_load(&lost);
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Hand the releases only we see to UCX. With the kernel source libmmuwatch
+ * sees every release of the process (raw syscalls, io_uring, another
+ * process truncating a shared file), UCX's own hooks only calls through
+ * libc. When UCX's libucm is in the process, found at load time (the
+ * dl_iterate_phdr adds counter moved; checked at init, on every watch
+ * creation, in mw_support() and in each progress round of the helper
+ * thread), every kernel-invalidated range goes to UCX's official API for
+ * external events, ucm_vm_munmap(), whether or not the MPI glue
+ * (libmmuwatch-mpi, mpi/ucx_fwd.c, which does the same for programs
+ * linking it) is linked; when the glue is there it does the forwarding and
+ * this stays off.
+ *
+ * The release callback runs under the core lock while the ring drains and
+ * UCX's handler allocates: the callback only queues the range; the queue is
+ * forwarded after the lock is released, by whoever ran the progress round
+ * (the helper thread, mw_events_progress()). A full queue forwards the
+ * whole address space once: UCX drops everything, never misses a range.
+ * Hooks mode forwards nothing: our interposers chain, so UCX's hooks see
+ * the same calls we do. MMUWATCH_UCX_FORWARD=0 turns it off.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "libuser/internal.h"
+
+#define QN	   1024U
+#define MWU_VA_END (1ULL << 47)
+
+typedef void (*vm_munmap_fn)(void *, size_t);
+
+static pthread_mutex_t nlock = PTHREAD_MUTEX_INITIALIZER;
+static vm_munmap_fn ucm_munmap; /* set once, under nlock */
+static int state;		/* 0 looking, 1 forwarding, -1 off */
+static unsigned long long adds_seen;
+static long long last_ms = -1000;	/* last look at the loaded objects */
+static struct {
+	uintptr_t s, e;
+} q[QN];
+static unsigned qhead, qtail; /* producer: core lock; consumer: nlock */
+static int qfull;
+
+/* Kernel ring events, under the core lock: queue only. */
+static void on_release(void *arg, uintptr_t start, uintptr_t end,
+		       enum mw_source src)
+{
+	unsigned h = __atomic_load_n(&qhead, __ATOMIC_RELAXED);
+
+	(void)arg;
+	if (src != MW_SOURCE_KERNEL)
+		return;
+	if (h - __atomic_load_n(&qtail, __ATOMIC_ACQUIRE) >= QN) {
+		__atomic_store_n(&qfull, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	q[h % QN].s = start;
+	q[h % QN].e = end > MWU_VA_END ? MWU_VA_END : end;
+	__atomic_store_n(&qhead, h + 1, __ATOMIC_RELEASE);
+}
+
+void mwu_neighbours_deliver(void)
+{
+	unsigned t, h;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	pthread_mutex_lock(&nlock);
+	if (__atomic_exchange_n(&qfull, 0, __ATOMIC_ACQ_REL)) {
+		ucm_munmap(NULL, MWU_VA_END);
+		__atomic_store_n(&qtail,
+				 __atomic_load_n(&qhead, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+	}
+	h = __atomic_load_n(&qhead, __ATOMIC_ACQUIRE);
+	for (t = qtail; t != h; t++) {
+		uintptr_t s = q[t % QN].s, e = q[t % QN].e;
+
+		__atomic_store_n(&qtail, t + 1, __ATOMIC_RELEASE);
+		if (e > s)
+			ucm_munmap((void *)s, e - s);
+	}
+	pthread_mutex_unlock(&nlock);
+}
+
+struct find {
+	void *ucm; /* ucm_vm_munmap */
+	int glue;  /* libmmuwatch-mpi is loaded: it forwards */
+	unsigned long long adds;
+};
+
+static int find_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	struct find *f = arg;
+	void *h;
+
+	(void)sz;
+	f->adds = info->dlpi_adds;
+	if (!info->dlpi_name || !info->dlpi_name[0])
+		return 0;
+	/* Already loaded: this only takes a reference (dropped at once). */
+	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	if (!f->ucm)
+		f->ucm = dlsym(h, "ucm_vm_munmap");
+	if (dlsym(h, "mw_mpi_status"))
+		f->glue = 1;
+	dlclose(h);
+	return 0;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	(void)sz;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+void mwu_neighbours_check(int force)
+{
+	unsigned long long adds = 0;
+	struct find f = {0};
+	const char *env;
+
+	struct timespec ts;
+	long long now;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 0 ||
+	    mwu_core.source != MW_SOURCE_KERNEL ||
+	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return;
+	/* From hot paths at most every 10 ms: the loader's lock is taken. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (!force && now - __atomic_load_n(&last_ms, __ATOMIC_RELAXED) < 10)
+		return;
+	__atomic_store_n(&last_ms, now, __ATOMIC_RELAXED);
+	dl_iterate_phdr(adds_cb, &adds);
+	if (adds == __atomic_load_n(&adds_seen, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&nlock);
+	if (state != 0 || adds == adds_seen) {
+		pthread_mutex_unlock(&nlock);
+		return;
+	}
+	adds_seen = adds;
+	env = getenv("MMUWATCH_UCX_FORWARD");
+	if (env && !strcmp(env, "0")) {
+		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&nlock);
+		return;
+	}
+	dl_iterate_phdr(find_cb, &f);
+	if (f.glue) {
+		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
+	} else if (f.ucm) {
+		ucm_munmap = (vm_munmap_fn)f.ucm;
+		__atomic_store_n(&state, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&nlock);
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	if (mw_release_cb_add(on_release, NULL) || mw_release_cb_all(1)) {
+		mwu_log(MWU_LOG_WARN, "UCX found, but no whole-address-space "
+				      "watch: releases not forwarded to UCX");
+		mw_release_cb_remove(on_release, NULL);
+		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
+		return;
+	}
+	mwu_log(MWU_LOG_INFO, "UCX found: every kernel release goes to "
+			      "ucm_vm_munmap()");
+	mwu_helper_start();
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest: the kernel column of the good-neighbour matrix (issue 19, host
+# columns in hooks/tests/neighbour.sh): UCX {1.13, 1.22} x hook mode x load
+# order next to libmmuwatch with the kernel source. UCX's handler installs
+# and sees munmap/mremap/madvise/shmdt/brk; our watches never stay valid
+# over a release. The binaries are the host's (make -C hooks check builds
+# them). Negative control: the interposers forced to raw syscalls break
+# UCX's bistro self-test here too.
+# MW_TIMEOUT=240
+set -u
+TOP=${MW_TOP:?}
+export T=$TOP/build/tests/hooks TMPDIR=${MW_OUT:-/tmp}
+[ -c /dev/mmuwatch ] || { echo "not ok - /dev/mmuwatch missing"; exit 1; }
+[ -x "$T/nb_plain" ] || { echo "ok - # SKIP neighbour binaries not built (make -C hooks check)"; exit 77; }
+U=$TOP/build/anchors/ucx-1.22.0/lib
+[ -x "$T/nb_linked122" ] && [ -e "$U/libucs.so.0" ] && export U122=$U
+fail=0
+sh "$TOP/hooks/tests/neighbour.sh" kernel || fail=1
+n=$(NB_EXTRA=MMUWATCH_HOOKS_TEST_RAW=1 sh "$TOP/hooks/tests/neighbour.sh" kernel |
+	grep -c '^not ok.*bistro.*= -22')
+if [ "$n" -gt 0 ]; then
+	echo "ok - negative control: raw interposers break UCX bistro in $n kernel cells"
+else
+	echo "not ok - negative control: raw interposers did not break UCX bistro"; fail=1
+fi
+# Forwarding: UCX dlopened after us learns of a raw munmap syscall (which
+# its hooks cannot see) from the kernel source through ucm_vm_munmap();
+# negative control: MMUWATCH_UCX_FORWARD=0 and UCX misses it.
+for v in 113 122; do
+	if [ "$v" = 113 ]; then dir=/usr/lib/x86_64-linux-gnu; else dir=${U122:-}; fi
+	[ -n "$dir" ] || continue
+	c="ucx-$v bistro kernel dlopened-after-us forward-raw-munmap"
+	out=$(MMUWATCH_SOURCE=kernel MW_UCX_DLOPEN=$dir/libucs.so.0 "$T/nb_plain" "$c" --forward)
+	echo "$out"
+	case "$out" in ok*) ;; *) fail=1 ;; esac
+	out=$(MMUWATCH_UCX_FORWARD=0 MMUWATCH_SOURCE=kernel MW_UCX_DLOPEN=$dir/libucs.so.0 \
+		"$T/nb_plain" "negative control ucx-$v" --forward)
+	case "$out" in
+	*"UCX missed a raw munmap"*) echo "ok - negative control: without forwarding UCX $v misses the raw munmap" ;;
+	*) echo "not ok - negative control: UCX $v saw the raw munmap without forwarding: $out"; fail=1 ;;
+	esac
+done
+exit $fail

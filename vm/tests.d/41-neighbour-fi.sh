@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest: the libfabric column of the good-neighbour matrix (issue 19).
+# libfabric 1.17's own memory monitor, FI_MR_CACHE_MONITOR {memhooks,
+# userfaultfd}, keeps its verbs MR cache (Soft-RoCE) correct next to
+# libmmuwatch: x order {linked before us, LD_PRELOADed before us, dlopened
+# after us} x our mode {kernel, hooks, none, MMUWATCH_HOOKS_DISABLE=1}
+# (hooks/tests/neighbour_fi.c says what a cell checks). Controls: libfabric
+# alone per monitor. Negative control: a raw munmap syscall, which memhooks
+# cannot see, must give libfabric's cache a stale hit (the test can fail).
+# MW_TIMEOUT=300
+set -u
+TOP=${MW_TOP:?}
+T=$TOP/build/tests/hooks
+[ -c /dev/mmuwatch ] || { echo "not ok - /dev/mmuwatch missing"; exit 1; }
+[ -x "$T/nbf_plain" ] || { echo "ok - # SKIP libfabric neighbour binaries not built (make -C hooks check)"; exit 77; }
+env=$("$TOP/vm/guest/rxe-up.sh" --env) || { echo "not ok - Soft-RoCE setup failed"; exit 1; }
+eval "export $env"
+FI=/usr/lib/x86_64-linux-gnu/libfabric.so.1
+fail=0
+cell() { # expect(ok|notok) name env... -- program args
+	local want=$1 name=$2 out rc; shift 2
+	out=$(env "$@" 2>"$MW_OUT/nbf.err"); rc=$?
+	case "$want:$rc" in
+	ok:0) echo "$out" ;;
+	notok:1) echo "ok - expected failure: $out" ;;
+	*) echo "not ok - $name (exit $rc): $out"; sed 's/^/#   /' "$MW_OUT/nbf.err" | tail -4; fail=1 ;;
+	esac
+}
+for mon in memhooks userfaultfd; do
+	cell ok "control $mon" FI_MR_CACHE_MONITOR=$mon MW_FI_DLOPEN=$FI $T/nbf_alone "control libfabric alone (dlopen) $mon"
+	for mode in kernel hooks none disabled; do
+		case $mode in
+		kernel) our="MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
+		hooks) our="MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1" ;;
+		none) our="MMUWATCH_SOURCE=none MMUWATCH_LEAVE_PINNED=1" ;;
+		disabled) our="MMUWATCH_HOOKS_DISABLE=1" ;;
+		esac
+		c="libfabric-1.17 $mon $mode"
+		# shellcheck disable=SC2086
+		cell ok "$c" $our FI_MR_CACHE_MONITOR=$mon $T/nbf_linked "$c linked-before-us"
+		# shellcheck disable=SC2086
+		cell ok "$c" $our FI_MR_CACHE_MONITOR=$mon LD_PRELOAD=$FI $T/nbf_plain "$c preloaded-before-us"
+		# shellcheck disable=SC2086
+		cell ok "$c" $our FI_MR_CACHE_MONITOR=$mon MW_FI_DLOPEN=$FI $T/nbf_plain "$c dlopened-after-us"
+	done
+done
+cell notok "negative control" MMUWATCH_SOURCE=none FI_MR_CACHE_MONITOR=memhooks \
+	MW_FI_DLOPEN=$FI $T/nbf_plain "negative control: raw munmap unseen by memhooks" --raw-munmap
+exit $fail
