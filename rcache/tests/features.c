@@ -91,7 +91,7 @@ static struct mw_rcache_stats rstats(struct mw_rcache *rc)
 	return st;
 }
 
-/* 1 when the active source caches (kernel or hooks). */
+/* 1 when the cache caches: the active source guarantees MW_RCACHE_NEEDS. */
 static int caching(void)
 {
 	int ret = mw_init();
@@ -100,8 +100,9 @@ static int caching(void)
 		printf("# mw_init: %s\n", mw_strerror(ret));
 		exit(1);
 	}
-	printf("# source=%s (%s)\n", mw_source_name(mw_source()), mw_source_reason());
-	return mw_source() != MW_SOURCE_NONE;
+	printf("# source=%s (%s) support=%#x\n", mw_source_name(mw_source()),
+	       mw_source_reason(), mw_support());
+	return (mw_support() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
 }
 
 static int getput(struct mw_rcache *rc, const void *a, size_t len)
@@ -432,6 +433,55 @@ static int t_thread_exit_race(void)
 	return 0;
 }
 
+/* ---- fail closed: a lost guarantee stops caching at the next get ----
+ * The cache ignores invalidations here (as when a bypassed hook never
+ * reports a release): the run-time guarantee word is the only defence.
+ * Negative control: a cache that skips the guarantee check serves the
+ * replaced buffer from its stale registration. */
+static int fail_closed(int control)
+{
+	struct mw_rcache_params p = {
+		.ops = &c_ops, .flags = MW_RCACHE_F_TEST_NO_INVALIDATE |
+		(control ? MW_RCACHE_F_TEST_NO_GUARANTEE : 0),
+	};
+	struct mw_rcache *rc = NULL;
+	unsigned left;
+	char *b;
+	long regs;
+	int ok;
+
+	if (!caching())
+		SKIP("the source does not guarantee caching");
+	CHECK(!mw_rcache_create(&p, &rc), "create");
+	b = pages(4);
+	ok = !getput(rc, b, 4 * PAGE) && !getput(rc, b + PAGE, PAGE);
+	CHECK(ok && C.regs == 1, "cached while guaranteed (sub-range hit): %ld "
+	      "registration(s)", C.regs);
+	left = mw_test_support_drop(MW_SUPPORT_MUNMAP);
+	CHECK(!(left & MW_SUPPORT_MUNMAP) && !(mw_support() & MW_SUPPORT_MUNMAP),
+	      "guarantee lowered: support %#x", mw_support());
+	/* Replace the buffer behind the cache's back. */
+	CHECK(mmap(b, 4 * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == b, "remapped");
+	regs = C.regs;
+	for (int i = 0; i < 3; i++)
+		getput(rc, b, 4 * PAGE);
+	if (control) {
+		CHECK(C.regs == regs, "negative control: %ld fresh registrations "
+		      "(stale hits without the check)", C.regs - regs);
+		return sub_failed;
+	}
+	CHECK(C.regs == regs + 3, "every get after the drop registers afresh: %ld",
+	      C.regs - regs);
+	CHECK(C.live == 0, "nothing stays pinned: old one dropped, fresh ones "
+	      "deregistered at put (%ld live)", C.live);
+	CHECK(!mw_rcache_destroy(rc), "destroy");
+	return sub_failed;
+}
+
+static int t_fail_closed(void) { return fail_closed(0); }
+static int t_fail_closed_control(void) { return fail_closed(1); }
+
 static const struct subtest tests[] = {
 	{ "lru_count", t_lru_count, { NULL } },
 	{ "lru_bytes", t_lru_bytes, { NULL } },
@@ -441,6 +491,8 @@ static const struct subtest tests[] = {
 	{ "idle_drain_negative_control", t_idle_nohelper,
 	  { "MMUWATCH_HELPER=0", NULL } },
 	{ "thread_exit_race", t_thread_exit_race, { NULL } },
+	{ "fail_closed", t_fail_closed, { NULL } },
+	{ "fail_closed_negative_control", t_fail_closed_control, { NULL } },
 };
 
 int main(int argc, char **argv)
