@@ -732,9 +732,10 @@ static int get_transient(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	return 0;
 }
 
-/* Miss: lock held. Register, watch, publish. */
+/* Miss: lock held. Register, watch, publish ('cache' 0: register only,
+ * the last put deregisters). */
 static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
-		struct mwr_region **out)
+		struct mwr_region **out, int cache)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t as = s & ~(uintptr_t)(pg - 1);
@@ -747,7 +748,7 @@ static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	if (rc->bytes + (ae - as) > rc->max_bytes &&
 	    evict(rc, SIZE_MAX, ae - as, rc->max_bytes))
 		return MW_ELIMIT;
-	if (mwu_core.source == MW_SOURCE_NONE)
+	if (!cache || mwu_core.source == MW_SOURCE_NONE)
 		return get_transient(rc, as, ae, out);
 	/* Count bound: when every cached region is busy, do not cache. */
 	if (evict(rc, rc->max_regions, 0, SIZE_MAX))
@@ -850,7 +851,7 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	if (r)
 		mwu_count_hit();
 	else
-		ret = miss(rc, s, e, &r);
+		ret = miss(rc, s, e, &r, 1);
 	pthread_mutex_unlock(&rc->lock);
 	if (!ret)
 		*out = &r->pub;
@@ -880,17 +881,13 @@ static __attribute__((noinline)) int get_uncached(struct mwr_rcache *rc,
 						  uintptr_t s, uintptr_t e,
 						  struct mw_region **out)
 {
-	long pg = sysconf(_SC_PAGESIZE);
 	struct mwr_region *r;
 	int ret;
 
 	pthread_mutex_lock(&rc->lock);
 	if (rc->nregions)
 		unlink_all(rc);
-	rc->misses++;
-	mwu_stat_add(MWU_ST_MISSES, 1);
-	ret = get_transient(rc, s & ~(uintptr_t)(pg - 1),
-			    (e + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1), &r);
+	ret = miss(rc, s, e, &r, 0);
 	pthread_mutex_unlock(&rc->lock);
 	if (!ret)
 		*out = &r->pub;

@@ -482,6 +482,51 @@ static int fail_closed(int control)
 static int t_fail_closed(void) { return fail_closed(0); }
 static int t_fail_closed_control(void) { return fail_closed(1); }
 
+/* ---- hooks source: more than 2^18 watches, releases found by address ----
+ * Both directions are checked: each released watch reads invalid and
+ * every other one still reads valid (a lookup hitting too much or too
+ * little fails). */
+#define MANY (300 * 1024)
+static int t_many_watches(void)
+{
+	struct mw_watch *w = calloc(MANY, sizeof(*w));
+	char *b = mmap(NULL, (size_t)MANY * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	static const size_t cut[] = { 0, 1, 4097, 262144, 262145, MANY - 1 };
+	size_t i, added = 0, bad_inv = 0, bad_valid = 0;
+	double t0;
+
+	mw_init();
+	if (mw_source() != MW_SOURCE_HOOKS)
+		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+	if (!w || b == MAP_FAILED)
+		return 2;
+	for (i = 0; i < MANY; i++)
+		added += !mw_watch_add(&w[i], b + i * PAGE, PAGE, NULL, NULL);
+	CHECK(added == MANY, "%zu of %d watches added (> 2^18)", added, MANY);
+	t0 = sub_now();
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
+		munmap(b + cut[i] * PAGE, PAGE);
+	/* A 10-page release in the middle. */
+	munmap(b + 100000 * PAGE, 10 * PAGE);
+	for (i = 0; i < MANY; i++) {
+		int released = (i >= 100000 && i < 100010);
+
+		for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++)
+			released |= i == cut[k];
+		if (released)
+			bad_inv += mw_watch_valid(&w[i]) != 0;
+		else
+			bad_valid += mw_watch_valid(&w[i]) != 1;
+	}
+	CHECK(!bad_inv && !bad_valid, "16 released watches invalid (%zu wrong), "
+	      "the other %d valid (%zu wrong), %.1f ms", bad_inv, MANY - 16,
+	      bad_valid, (sub_now() - t0) * 1e3);
+	for (i = 0; i < MANY; i++)
+		mw_watch_remove(&w[i]);
+	return sub_failed;
+}
+
 static const struct subtest tests[] = {
 	{ "lru_count", t_lru_count, { NULL } },
 	{ "lru_bytes", t_lru_bytes, { NULL } },
@@ -492,6 +537,7 @@ static const struct subtest tests[] = {
 	  { "MMUWATCH_HELPER=0", NULL } },
 	{ "thread_exit_race", t_thread_exit_race, { NULL } },
 	{ "fail_closed", t_fail_closed, { NULL } },
+	{ "many_watches", t_many_watches, { NULL } },
 	{ "fail_closed_negative_control", t_fail_closed_control, { NULL } },
 };
 
