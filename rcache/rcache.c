@@ -834,6 +834,8 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	struct mwr_region *r;
 	int ret = 0;
 
+	/* This thread's hold table, for the next hits' local references. */
+	(void)mwr_thr_get();
 	if (mwu_likely(mwu_core.source != MW_SOURCE_NONE)) {
 		r = try_hit(rc, s, e, NULL);
 		if (r) {
