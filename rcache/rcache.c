@@ -2,10 +2,12 @@
 /*
  * The registration cache.
  *
- * Hit path (no lock, no syscall): a seqlock-validated treap walk finds a
- * covering region, one CAS on its state word takes a reference unless the
- * region is invalid, then one load of its validity word (kernel mode; hooks
- * mode first applies pending hook releases) confirms it. put is one CAS.
+ * Hit path (no lock, no syscall, no atomic read-modify-write): the page
+ * index (index.c) names a candidate region, its state word validates it
+ * and a thread-local hold (refs.c) references it, then one load of its
+ * validity word (kernel mode; hooks mode first applies pending hook
+ * releases) confirms it. A local put is a plain store. Before any of it,
+ * every get tests the fail-closed rule (guard.c).
  *
  * Everything else runs under the cache lock: misses, invalidation
  * processing, eviction (CLOCK, the usual LRU approximation that needs no
@@ -15,8 +17,9 @@
  * point: a bounded amount on every slow-path call, and the helper thread.
  *
  * Overlap policy: no merging. A miss registers exactly the page-aligned
- * requested range; overlapping regions coexist and a lookup takes any
- * covering region on its search path. Merging would re-register the union
+ * requested range; overlapping regions coexist; a get inside a cached
+ * region hits it (the index points each page at the region registered or
+ * found last; the tree finds others). Merging would re-register the union
  * of neighbours on every growth, pin memory the application never asked
  * for, and make the whole union die when any part of it is unmapped. Pin
  * cost is linear in size: rcache-bench's uring_pin_* lines measured 1.1 us
@@ -350,8 +353,8 @@ static int evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
 		st = ld_state(r);
 		if ((st & (MWR_COUNT_MASK | MWR_INVALID)))
 			continue;
-		if (r->referenced) {
-			r->referenced = 0;
+		if (__atomic_load_n(&r->referenced, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&r->referenced, 0, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!cas_state(r, &st, st | MWR_INVALID))
@@ -623,8 +626,10 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 		hit_invalid(rc, r, h);
 		return NULL;
 	}
-	if (!r->referenced)
-		r->referenced = 1;
+	/* CLOCK bit: racy by design (a lost update costs an eviction
+	 * choice), relaxed atomics say so. */
+	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -678,8 +683,10 @@ validate:
 		drop_known(r, locked);
 		return NULL;
 	}
-	if (!r->referenced)
-		r->referenced = 1;
+	/* CLOCK bit: racy by design (a lost update costs an eviction
+	 * choice), relaxed atomics say so. */
+	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -714,9 +721,10 @@ static int get_transient(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	if (!r)
 		return MW_ENOMEM;
 	gen = ld_state(r) >> MWR_GEN_SHIFT;
-	r->rc = rc;
-	r->start = s;
-	r->end = e;
+	/* As in miss(): readers of a stale index slot may look. */
+	__atomic_store_n(&r->rc, rc, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->start, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->end, e, __ATOMIC_RELAXED);
 	r->watch.word = NULL;
 	ret = reg_region(rc, r, s, e);
 	if (ret) {
@@ -761,10 +769,12 @@ static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 		if (!r)
 			return MW_ENOMEM;
 		gen = ld_state(r) >> MWR_GEN_SHIFT;
-		r->rc = rc;
+		/* Lock-free readers may still look at r (index.c): their
+		 * state re-read rejects these fields, atomics say so. */
+		__atomic_store_n(&r->rc, rc, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->start, as, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->end, ae, __ATOMIC_RELAXED);
-		r->referenced = 1;
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 		r->inv_next = NULL;
 		/* Events before publication must not queue it: the watch
 		 * callback ignores other generations. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Per-thread state of the cache: the lookup cache and the hold table (see
+ * Per-thread state of the cache: the hold table of local references (see
  * internal.h for the protocol). Threads register their state once; at
  * thread exit their local references become ordinary atomic references.
  */

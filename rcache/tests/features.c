@@ -489,16 +489,18 @@ static int t_fail_closed_control(void) { return fail_closed(1); }
 #define MANY (300 * 1024)
 static int t_many_watches(void)
 {
-	struct mw_watch *w = calloc(MANY, sizeof(*w));
-	char *b = mmap(NULL, (size_t)MANY * PAGE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	static const size_t cut[] = { 0, 1, 4097, 262144, 262145, MANY - 1 };
 	size_t i, added = 0, bad_inv = 0, bad_valid = 0;
+	struct mw_watch *w;
 	double t0;
+	char *b;
 
 	mw_init();
 	if (mw_source() != MW_SOURCE_HOOKS)
 		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+	w = calloc(MANY, sizeof(*w));
+	b = mmap(NULL, (size_t)MANY * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (!w || b == MAP_FAILED)
 		return 2;
 	for (i = 0; i < MANY; i++)
@@ -524,6 +526,8 @@ static int t_many_watches(void)
 	      bad_valid, (sub_now() - t0) * 1e3);
 	for (i = 0; i < MANY; i++)
 		mw_watch_remove(&w[i]);
+	free(w);
+	munmap(b, (size_t)MANY * PAGE);
 	return sub_failed;
 }
 
