@@ -14,9 +14,9 @@
 
 #include "rcache/internal.h"
 
-#define FAN MWR_IDX_FAN
+#define FAN	   MWR_IDX_FAN
 #define LEVEL_MASK (FAN - 1)
-#define NPAGE_MAX (1ULL << (MWR_IDX_TOP_BITS + 2 * MWR_IDX_BITS))
+#define NPAGE_MAX  (1ULL << (MWR_IDX_TOP_BITS + 2 * MWR_IDX_BITS))
 
 /* The slot of page p, allocating the path when 'make'; NULL on failure. */
 static struct mwr_region **slot(struct mwr_index *x, uintptr_t p, int make)
@@ -26,7 +26,8 @@ static struct mwr_region **slot(struct mwr_index *x, uintptr_t p, int make)
 	if (!mid) {
 		if (!make || !(mid = calloc(FAN, sizeof(*mid))))
 			return NULL;
-		__atomic_store_n(&x->top[p >> (2 * MWR_IDX_BITS)], mid, __ATOMIC_RELEASE);
+		__atomic_store_n(&x->top[p >> (2 * MWR_IDX_BITS)], mid,
+				 __ATOMIC_RELEASE);
 	}
 	leaf = mid[(p >> MWR_IDX_BITS) & LEVEL_MASK];
 	if (!leaf) {
@@ -55,7 +56,7 @@ void mwr_index_insert(struct mwr_index *x, struct mwr_region *r)
 		struct mwr_region **s = slot(x, p, 1);
 
 		if (!s)
-			return;	/* out of memory: the tree still finds it */
+			return; /* out of memory: the tree still finds it */
 		__atomic_store_n(s, r, __ATOMIC_RELEASE);
 	}
 }

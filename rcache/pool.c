@@ -13,13 +13,13 @@
 #include "rcache/internal.h"
 
 #define CHUNK_REGIONS MWR_CHUNK_REGIONS
-#define CHUNK_BYTES ((size_t)CHUNK_REGIONS * MWR_REGION_SIZE)
+#define CHUNK_BYTES   ((size_t)CHUNK_REGIONS * MWR_REGION_SIZE)
 
 _Static_assert(sizeof(struct mwr_region) == MWR_REGION_SIZE, "region size");
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-struct mwr_region *mwr_pool_base;	/* reserved range, published once */
-unsigned mwr_nchunks;	/* usable chunks, published with release */
+struct mwr_region *mwr_pool_base; /* reserved range, published once */
+unsigned mwr_nchunks;		  /* usable chunks, published with release */
 static struct mwr_region *freelist;
 
 static int grow(void)
@@ -29,7 +29,8 @@ static int grow(void)
 
 	if (!mwr_pool_base) {
 		void *p = mmap(NULL, MWR_MAX_CHUNKS * CHUNK_BYTES, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			       0);
 
 		if (p == MAP_FAILED)
 			return -1;
@@ -97,7 +98,8 @@ void mwr_pool_foreach(void (*fn)(struct mwr_region *r, void *arg), void *arg)
 		      CHUNK_REGIONS;
 
 	for (i = 0; i < n; i++)
-		if (!(__atomic_load_n(&mwr_pool_base[i].state, __ATOMIC_ACQUIRE) &
+		if (!(__atomic_load_n(&mwr_pool_base[i].state,
+				      __ATOMIC_ACQUIRE) &
 		      MWR_FREE))
 			fn(&mwr_pool_base[i], arg);
 }

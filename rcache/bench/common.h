@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define MWB_PAGE 4096UL
+#define MWB_PAGE   4096UL
 #define MWB_STRIDE (2 * MWB_PAGE)
-#define MWB_NIDX (1U << 20)	/* random indices per thread (4 MiB) */
-#define MWB_OFF 64		/* gets start inside the first page */
-#define MWB_LEN 256
+#define MWB_NIDX   (1U << 20) /* random indices per thread (4 MiB) */
+#define MWB_OFF	   64	      /* gets start inside the first page */
+#define MWB_LEN	   256
 
 static inline double mwb_now(void)
 {
@@ -42,7 +42,10 @@ static inline void mwb_make_idx(unsigned *idx[2], size_t n)
 /* Iterations per timed run: ~10-50 ms each at the expected speeds. */
 static inline long mwb_iters(size_t n)
 {
-	return n <= 1000 ? 2000000 : n <= 10000 ? 1000000 : n <= 100000 ? 300000 : 150000;
+	return n <= 1000     ? 2000000
+	       : n <= 10000  ? 1000000
+	       : n <= 100000 ? 300000
+			     : 150000;
 }
 
 #endif /* MWB_COMMON_H */

@@ -51,7 +51,7 @@ static inline int mwb_summary(const struct mwb_series *s, double *med,
 	/* k (1-based): the largest with P(X < k) <= 2.5%, X ~ Bin(n, 1/2). */
 	p = pow(0.5, n);
 	for (int j = 0; j < n; j++) {
-		double c = p;	/* C(n, j) / 2^n */
+		double c = p; /* C(n, j) / 2^n */
 
 		for (int i = 0; i < j; i++)
 			c = c * (n - i) / (i + 1);

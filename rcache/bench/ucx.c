@@ -39,37 +39,51 @@ static int events;
 static ucs_status_t reg(void *c, ucs_rcache_t *r, void *arg,
 			ucs_rcache_region_t *g, uint16_t flags)
 {
-	(void)c; (void)r; (void)arg; (void)g; (void)flags;
+	(void)c;
+	(void)r;
+	(void)arg;
+	(void)g;
+	(void)flags;
 	return UCS_OK;
 }
 
 static void dereg(void *c, ucs_rcache_t *r, ucs_rcache_region_t *g)
 {
-	(void)c; (void)r; (void)g;
+	(void)c;
+	(void)r;
+	(void)g;
 }
 
 static void dump(void *c, ucs_rcache_t *r, ucs_rcache_region_t *g, char *buf,
 		 size_t max)
 {
-	(void)c; (void)r; (void)g;
+	(void)c;
+	(void)r;
+	(void)g;
 	snprintf(buf, max, "noop");
 }
 
 #ifdef MWB_UCX_NEW
 static void merge(void *c, ucs_rcache_t *r, void *arg, ucs_rcache_region_t *g)
 {
-	(void)c; (void)r; (void)arg; (void)g;
+	(void)c;
+	(void)r;
+	(void)arg;
+	(void)g;
 }
 
-static const ucs_rcache_ops_t ops = { .mem_reg = reg, .mem_dereg = dereg,
-				     .merge = merge, .dump_region = dump };
-#define GET(a, l, p) ucs_rcache_get(rc, (a), (l), UCS_RCACHE_MIN_ALIGNMENT, \
-				    PROT_READ | PROT_WRITE, NULL, (p))
+static const ucs_rcache_ops_t ops = {.mem_reg = reg,
+				     .mem_dereg = dereg,
+				     .merge = merge,
+				     .dump_region = dump};
+#define GET(a, l, p)                                                           \
+	ucs_rcache_get(rc, (a), (l), UCS_RCACHE_MIN_ALIGNMENT,                 \
+		       PROT_READ | PROT_WRITE, NULL, (p))
 #else
-static const ucs_rcache_ops_t ops = { .mem_reg = reg, .mem_dereg = dereg,
-				     .dump_region = dump };
-#define GET(a, l, p) ucs_rcache_get(rc, (a), (l), PROT_READ | PROT_WRITE, \
-				    NULL, (p))
+static const ucs_rcache_ops_t ops = {
+	.mem_reg = reg, .mem_dereg = dereg, .dump_region = dump};
+#define GET(a, l, p)                                                           \
+	ucs_rcache_get(rc, (a), (l), PROT_READ | PROT_WRITE, NULL, (p))
 #endif
 
 static ucs_rcache_t *create(void)
@@ -105,7 +119,8 @@ static void *loop(void *arg)
 	ucs_rcache_region_t *g;
 
 	for (long i = 0; i < iters; i++) {
-		char *a = arena + (size_t)ix[i & (MWB_NIDX - 1)] * MWB_STRIDE + MWB_OFF;
+		char *a = arena + (size_t)ix[i & (MWB_NIDX - 1)] * MWB_STRIDE +
+			  MWB_OFF;
 
 		if (GET(a, MWB_LEN, &g))
 			abort();
@@ -127,7 +142,8 @@ static void run(int threads, size_t n)
 	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	dt = mwb_now() - t0;
-	printf("%.3f %.3f\n", dt / (double)iters, (double)iters * threads / dt * 1e3);
+	printf("%.3f %.3f\n", dt / (double)iters,
+	       (double)iters * threads / dt * 1e3);
 }
 
 static void pop(size_t n)
@@ -188,7 +204,8 @@ int main(int argc, char **argv)
 			/* Prove which library this process really loaded. */
 			if (!dladdr((void *)ucs_rcache_create, &di))
 				di.dli_fname = "?";
-			printf("%s %s events=%d\n", MWB_UCX_VERSION, di.dli_fname, events);
+			printf("%s %s events=%d\n", MWB_UCX_VERSION,
+			       di.dli_fname, events);
 		} else if (sscanf(line, "pop %lu", &a) == 1) {
 			pop(a);
 		} else if (sscanf(line, "run %lu %lu", &a, &b) == 2) {
