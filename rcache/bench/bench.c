@@ -18,6 +18,7 @@
  * Official names (1k regions, 1 thread) are printed only with the kernel
  * source (the VM run); elsewhere they get a "_host_<source>" suffix.
  *   rcache-bench [--quick] [--max-regions N] [--cap SECONDS]
+ * (--quick: at most 9 rounds and, unless --max-regions, 100k regions.)
  * MW_BENCH_UCX / MW_BENCH_UCX_LATEST: the UCX helper binaries (default:
  * next to this one); a missing latest helper prints one skip line.
  */
@@ -290,19 +291,24 @@ int main(int argc, char **argv)
 	struct helper ucx = { .label = "ucx" }, latest = { .label = "ucx_latest" };
 	size_t maxreg = 1000000;
 	double cap = 600, t_start = mwb_now(), ours_1k = 0, ucx_1k = 0, sp_1k = 0;
-	int quick = 0, has_latest, minr = 6, maxr = 15;
+	int quick = 0, maxreg_set = 0, has_latest, minr = 6, maxr = 15;
 	char sfx[64], pbuf[PATH_MAX], cmd[64];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--max-regions") && i + 1 < argc)
-			maxreg = strtoul(argv[++i], NULL, 0);
+			maxreg = strtoul(argv[++i], NULL, 0), maxreg_set = 1;
 		else if (!strcmp(argv[i], "--cap") && i + 1 < argc)
 			cap = strtod(argv[++i], NULL);
 	}
-	if (quick)
+	/* --quick (make bench, the VM run): fewer rounds, and at most 100k
+	 * regions unless asked (the module's default watch limit is 256k). */
+	if (quick) {
 		maxr = 9;
+		if (!maxreg_set)
+			maxreg = 100000;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (mw_init())
 		return 1;
