@@ -293,6 +293,7 @@ int main(int argc, char **argv)
 	double cap = 600, t_start = mwb_now(), ours_1k = 0, ucx_1k = 0, sp_1k = 0;
 	int quick = 0, maxreg_set = 0, has_latest, minr = 6, maxr = 15;
 	char sfx[64], pbuf[PATH_MAX], cmd[64];
+	const char *lpath;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -333,12 +334,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: cannot start the UCX helper %s\n", pbuf);
 		return 1;
 	}
-	has_latest = !helper_start(&latest, helper_path("MW_BENCH_UCX_LATEST", argv[0],
-							"rcache-bench-ucx-latest",
-							pbuf, sizeof(pbuf)), maxreg);
+	lpath = helper_path("MW_BENCH_UCX_LATEST", argv[0], "rcache-bench-ucx-latest",
+			    pbuf, sizeof(pbuf));
+	has_latest = !helper_start(&latest, lpath, maxreg);
 	if (!has_latest)
 		printf("# skip: UCX 1.22 anchor not available (%s): newest-release "
-		       "comparison skipped\n", pbuf);
+		       "comparison skipped\n", lpath);
 
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		size_t n = sizes[s];
