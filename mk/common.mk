@@ -18,6 +18,13 @@ ifeq ($(SAN),asan)
 CFLAGS_COMMON += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS_SAN := -fsanitize=address,undefined
 endif
+# ThreadSanitizer build of the host tests: make SAN=tsan BUILD=... check
+ifeq ($(SAN),tsan)
+# (gcc: TSan does not model fences; -Wno-tsan, and expect reports on
+# fence-ordered code to need a look)
+CFLAGS_COMMON += -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
+LDFLAGS_SAN := -fsanitize=thread
+endif
 
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib

@@ -3,6 +3,8 @@
 #ifndef MWR_INTERNAL_H
 #define MWR_INTERNAL_H
 
+#include <stddef.h>
+
 #include "libuser/internal.h"
 
 /* Region state word: refcount, flags, generation (one CAS covers all). */
@@ -16,36 +18,87 @@
 
 struct mwr_rcache;
 
+/*
+ * A cached registration. Type-stable pool memory (pool.c). The first cache
+ * line holds what a hit reads (state, range, cache, validity word); a
+ * region is 256 bytes so that pool membership is a mask test.
+ */
 struct mwr_region {
-	struct mw_region pub;		/* first: put() gets &pub */
 	uint64_t state;
 	uintptr_t start, end;		/* fixed while not free */
-	struct mwr_region *left, *right;	/* treap, read under seqlock */
 	struct mwr_rcache *rc;
-	uint32_t prio;
-	uint8_t referenced;		/* CLOCK bit, set by get */
-	int32_t debt;			/* puts of other threads' local refs */
 	uint32_t gen_cur;		/* generation while not free */
+	uint8_t referenced;		/* CLOCK bit, set by get */
+	struct mw_watch watch;		/* word, token first: same line */
+	struct mw_region pub;		/* what get() hands out */
 	const struct mwr_region *self;	/* == this: put() sanity check */
+	struct mwr_region *left, *right;	/* treap, read under seqlock */
+	uint32_t prio;
+	int32_t debt;			/* puts of other threads' local refs */
 	struct mwr_region *lru_prev, *lru_next;	/* in-tree regions */
 	struct mwr_region *inv_next;	/* invalidated stack */
 	struct mwr_region *z_prev, *z_next;	/* zombie list (out of tree) */
-	struct mw_watch watch;
-};
+} __attribute__((aligned(256)));
+#define MWR_REGION_SIZE 256U
+
+static inline struct mwr_region *mwr_of_pub(struct mw_region *pub)
+{
+	return (struct mwr_region *)((char *)pub - offsetof(struct mwr_region, pub));
+}
 
 /* pool.c: type-stable region memory (never returned to the OS), so that
- * lock-free readers can dereference a region that was freed under them. */
+ * lock-free readers can dereference a region that was freed under them.
+ * Chunks are carved, in order, from one reserved address range: pool
+ * membership is a bounds and alignment test. */
 MWU_HIDDEN struct mwr_region *mwr_pool_alloc(void);
 MWU_HIDDEN void mwr_pool_free(struct mwr_region *r);
 #define MWR_CHUNK_REGIONS 2048
-#define MWR_MAX_CHUNKS 4096
-MWU_HIDDEN extern struct mwr_region *mwr_chunks[MWR_MAX_CHUNKS];
+#define MWR_MAX_CHUNKS 4096		/* 8M regions, 2 GiB reserved */
+MWU_HIDDEN extern struct mwr_region *mwr_pool_base;
 MWU_HIDDEN extern unsigned mwr_nchunks;
 MWU_HIDDEN void mwr_pool_foreach(void (*fn)(struct mwr_region *r, void *arg),
 				  void *arg);
 MWU_HIDDEN void mwr_pool_atfork_prepare(void);
 MWU_HIDDEN void mwr_pool_atfork_parent(void);
 MWU_HIDDEN void mwr_pool_atfork_child(void);
+
+/* index.c: page number -> region, a 3-level radix table (13+11+11 bits of
+ * page number: the 47-bit user address space). Writers hold the cache
+ * lock; readers take no lock and trust nothing they read: the slot is a
+ * hint that the hit path validates against the region's state word. Nodes
+ * are freed only with the cache. Regions above 2^47 or of more than
+ * MWR_INDEX_MAX_PAGES pages are not indexed (the tree finds them). */
+#define MWR_IDX_BITS 11
+#define MWR_IDX_TOP_BITS 13
+#define MWR_IDX_FAN (1U << MWR_IDX_BITS)
+#define MWR_INDEX_MAX_PAGES (1UL << 18)	/* 1 GiB of 4 KiB pages */
+struct mwr_index {
+	struct mwr_region ***top[1U << MWR_IDX_TOP_BITS];
+};
+MWU_HIDDEN void mwr_index_insert(struct mwr_index *x, struct mwr_region *r);
+MWU_HIDDEN void mwr_index_remove(struct mwr_index *x, struct mwr_region *r);
+/* Point the slot of address a at r (r covers it; a lookup found r the
+ * slow way). */
+MWU_HIDDEN void mwr_index_publish(struct mwr_index *x, struct mwr_region *r,
+				  uintptr_t a);
+MWU_HIDDEN void mwr_index_destroy(struct mwr_index *x);
+static inline struct mwr_region *mwr_index_find(const struct mwr_index *x,
+						uintptr_t a)
+{
+	uintptr_t p = a >> 12;
+	struct mwr_region ***mid, **leaf;
+
+	if (mwu_unlikely(p >> (MWR_IDX_TOP_BITS + 2 * MWR_IDX_BITS)))
+		return NULL;
+	mid = __atomic_load_n(&x->top[p >> (2 * MWR_IDX_BITS)], __ATOMIC_ACQUIRE);
+	if (mwu_unlikely(!mid))
+		return NULL;
+	leaf = __atomic_load_n(&mid[(p >> MWR_IDX_BITS) & (MWR_IDX_FAN - 1)],
+			       __ATOMIC_ACQUIRE);
+	if (mwu_unlikely(!leaf))
+		return NULL;
+	return __atomic_load_n(&leaf[p & (MWR_IDX_FAN - 1)], __ATOMIC_ACQUIRE);
+}
 
 /* tree.c: treap by (start, end, address); writers hold the cache lock and
  * bump seq around changes; readers validate with seq. */
@@ -69,20 +122,12 @@ MWU_HIDDEN struct mwr_region *mwr_tree_find(const struct mwr_tree *t,
  * hold, or the thread sees the flag and backs off (asymmetric Dekker).
  */
 #define MWR_HOLD_SIZE 1024U
-#define MWR_TLC_SIZE 4096U
 struct mwr_hold {
 	struct mwr_region *r;
 	uint32_t gen;		/* incarnation of r the references are on */
 	uint32_t refs;
 };
-struct mwr_tlc {
-	struct mwr_rcache *rc;
-	struct mwr_region *r;
-	uintptr_t start, end;
-	uint64_t gen;
-};
 struct mwr_thr {
-	struct mwr_tlc tlc[MWR_TLC_SIZE];
 	struct mwr_hold hold[MWR_HOLD_SIZE];
 	struct mwr_thr *next;		/* under the thread-list lock */
 	int may_local;			/* local references possible */
@@ -100,7 +145,7 @@ static inline struct mwr_thr *mwr_thr_get(void)
 static inline struct mwr_hold *mwr_hold_of(struct mwr_thr *t,
 					   const struct mwr_region *r)
 {
-	return &t->hold[((uintptr_t)r >> 6) & (MWR_HOLD_SIZE - 1)];
+	return &t->hold[((uintptr_t)r / MWR_REGION_SIZE) & (MWR_HOLD_SIZE - 1)];
 }
 /* Make every thread's holds visible (and flags seen by later re-reads).
  * 0 when done (or not needed); -1 when membarrier failed: the other
@@ -116,22 +161,26 @@ MWU_HIDDEN void mwr_refs_init(void);
 MWU_HIDDEN void mwr_requeue(struct mwr_region *r, uint64_t gen);
 MWU_HIDDEN void mwr_refs_atfork_child(void);
 
-/* Is p a region (without trusting it)? In a chunk, so readable; a
- * misaligned pointer fails the self check. */
+/* Is p the pub of a region (without trusting it)? In the carved part of
+ * the pool range, so readable; at a region's pub offset; self-check. */
 static inline int mwr_pool_contains(const void *p)
 {
-	unsigned i, n = __atomic_load_n(&mwr_nchunks, __ATOMIC_ACQUIRE);
-	uintptr_t a = (uintptr_t)p;
-	const size_t span = MWR_CHUNK_REGIONS * sizeof(struct mwr_region);
+	uintptr_t a = (uintptr_t)p - offsetof(struct mwr_region, pub);
+	uintptr_t base = (uintptr_t)__atomic_load_n(&mwr_pool_base, __ATOMIC_ACQUIRE);
+	unsigned n = __atomic_load_n(&mwr_nchunks, __ATOMIC_ACQUIRE);
 
-	for (i = 0; i < n; i++) {
-		uintptr_t lo = (uintptr_t)mwr_chunks[i];
+	a -= base;
+	if (a >= (uintptr_t)n * MWR_CHUNK_REGIONS * MWR_REGION_SIZE ||
+	    (a & (MWR_REGION_SIZE - 1)))
+		return 0;
+	return ((const struct mwr_region *)(base + a))->self ==
+	       (const struct mwr_region *)(base + a);
+}
 
-		if (a >= lo && a < lo + span)
-			return a + sizeof(struct mwr_region) <= lo + span &&
-			       ((const struct mwr_region *)p)->self == p;
-	}
-	return 0;
+/* The fail-closed rule (guard.c): may the cache cache right now? */
+static inline int mwr_guaranteed(void)
+{
+	return (mwu_guaranteed() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
 }
 
 #endif /* MWR_INTERNAL_H */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Region pool. Chunks are mapped once and never unmapped: a lookup that
- * raced with a free still reads region memory, and its CAS on the state
- * word (count, flags, generation) decides. Also lets put() reject pointers
- * that are not regions without dereferencing them.
+ * Region pool. One address range is reserved (PROT_NONE, no memory) the
+ * first time a region is needed, and chunks are made usable in order from
+ * its start and never unmapped: a lookup that raced with a free still
+ * reads region memory, and its checks of the state word (count, flags,
+ * generation) decide. put() rejects pointers that are not regions without
+ * dereferencing them: one bounds and alignment test (internal.h).
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -11,26 +13,34 @@
 #include "rcache/internal.h"
 
 #define CHUNK_REGIONS MWR_CHUNK_REGIONS
-#define MAX_CHUNKS MWR_MAX_CHUNKS
+#define CHUNK_BYTES   ((size_t)CHUNK_REGIONS * MWR_REGION_SIZE)
+
+_Static_assert(sizeof(struct mwr_region) == MWR_REGION_SIZE, "region size");
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-struct mwr_region *mwr_chunks[MAX_CHUNKS];
-unsigned mwr_nchunks;	/* published with release after mwr_chunks[] */
-#define chunks mwr_chunks
-#define nchunks mwr_nchunks
+struct mwr_region *mwr_pool_base; /* reserved range, published once */
+unsigned mwr_nchunks;		  /* usable chunks, published with release */
 static struct mwr_region *freelist;
 
 static int grow(void)
 {
-	size_t len = CHUNK_REGIONS * sizeof(struct mwr_region);
 	struct mwr_region *c;
 	unsigned i;
 
-	if (nchunks == MAX_CHUNKS)
+	if (!mwr_pool_base) {
+		void *p = mmap(NULL, MWR_MAX_CHUNKS * CHUNK_BYTES, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			       0);
+
+		if (p == MAP_FAILED)
+			return -1;
+		__atomic_store_n(&mwr_pool_base, (struct mwr_region *)p,
+				 __ATOMIC_RELEASE);
+	}
+	if (mwr_nchunks == MWR_MAX_CHUNKS)
 		return -1;
-	c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
-	if (c == MAP_FAILED)
+	c = mwr_pool_base + (size_t)mwr_nchunks * CHUNK_REGIONS;
+	if (mprotect(c, CHUNK_BYTES, PROT_READ | PROT_WRITE))
 		return -1;
 	for (i = 0; i < CHUNK_REGIONS; i++) {
 		c[i].state = MWR_FREE;
@@ -38,8 +48,7 @@ static int grow(void)
 		c[i].inv_next = freelist;
 		freelist = &c[i];
 	}
-	chunks[nchunks] = c;
-	__atomic_store_n(&nchunks, nchunks + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&mwr_nchunks, mwr_nchunks + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -85,11 +94,12 @@ void mwr_pool_atfork_child(void)
 /* Diagnostics: call fn on every region not in the free list. */
 void mwr_pool_foreach(void (*fn)(struct mwr_region *r, void *arg), void *arg)
 {
-	unsigned i, j, n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+	size_t i, n = (size_t)__atomic_load_n(&mwr_nchunks, __ATOMIC_ACQUIRE) *
+		      CHUNK_REGIONS;
 
 	for (i = 0; i < n; i++)
-		for (j = 0; j < CHUNK_REGIONS; j++)
-			if (!(__atomic_load_n(&chunks[i][j].state, __ATOMIC_ACQUIRE) &
-			      MWR_FREE))
-				fn(&chunks[i][j], arg);
+		if (!(__atomic_load_n(&mwr_pool_base[i].state,
+				      __ATOMIC_ACQUIRE) &
+		      MWR_FREE))
+			fn(&mwr_pool_base[i], arg);
 }

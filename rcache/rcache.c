@@ -2,10 +2,12 @@
 /*
  * The registration cache.
  *
- * Hit path (no lock, no syscall): a seqlock-validated treap walk finds a
- * covering region, one CAS on its state word takes a reference unless the
- * region is invalid, then one load of its validity word (kernel mode; hooks
- * mode first applies pending hook releases) confirms it. put is one CAS.
+ * Hit path (no lock, no syscall, no atomic read-modify-write): the page
+ * index (index.c) names a candidate region, its state word validates it
+ * and a thread-local hold (refs.c) references it, then one load of its
+ * validity word (kernel mode; hooks mode first applies pending hook
+ * releases) confirms it. A local put is a plain store. Before any of it,
+ * every get tests the fail-closed rule (guard.c).
  *
  * Everything else runs under the cache lock: misses, invalidation
  * processing, eviction (CLOCK, the usual LRU approximation that needs no
@@ -15,8 +17,9 @@
  * point: a bounded amount on every slow-path call, and the helper thread.
  *
  * Overlap policy: no merging. A miss registers exactly the page-aligned
- * requested range; overlapping regions coexist and a lookup takes any
- * covering region on its search path. Merging would re-register the union
+ * requested range; overlapping regions coexist; a get inside a cached
+ * region hits it (the index points each page at the region registered or
+ * found last; the tree finds others). Merging would re-register the union
  * of neighbours on every growth, pin memory the application never asked
  * for, and make the whole union die when any part of it is unmapped. Pin
  * cost is linear in size: rcache-bench's uring_pin_* lines measured 1.1 us
@@ -58,6 +61,8 @@ struct mwr_rcache {
 	/* Lock-free stack of invalidated regions. */
 	struct mwr_region *inv __attribute__((aligned(MWU_CACHELINE)));
 	struct mwu_sink sink;
+	/* Page-number index, read by every hit (index.c). */
+	struct mwr_index index __attribute__((aligned(MWU_CACHELINE)));
 };
 
 static inline uint64_t ld_state(struct mwr_region *r)
@@ -257,6 +262,7 @@ static void unlink_region(struct mwr_rcache *rc, struct mwr_region *r,
 			  struct batch *b)
 {
 	mwr_tree_remove(&rc->tree, r);
+	mwr_index_remove(&rc->index, r);
 	lru_del(rc, r);
 	rc->nregions--;
 	rc->zombies++;		/* until released */
@@ -347,8 +353,8 @@ static int evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
 		st = ld_state(r);
 		if ((st & (MWR_COUNT_MASK | MWR_INVALID)))
 			continue;
-		if (r->referenced) {
-			r->referenced = 0;
+		if (__atomic_load_n(&r->referenced, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&r->referenced, 0, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!cas_state(r, &st, st | MWR_INVALID))
@@ -562,17 +568,6 @@ static inline void local_put(struct mwr_hold *h, struct mwr_region *r)
 		flag_queue(r->rc, r, h->gen, 0);
 }
 
-/* Can this thread count a reference on (r, gen) in hold slot h? Yes when
- * the slot is free, already on (r, gen), or holds references on an
- * incarnation that no longer exists (paid by another thread's put). */
-static inline int hold_usable(struct mwr_hold *h, struct mwr_region *r,
-			      uint64_t gen)
-{
-	if (!h->refs || (h->r == r && h->gen == (uint32_t)gen))
-		return 1;
-	return (uint32_t)(ld_state(h->r) >> MWR_GEN_SHIFT) != h->gen;
-}
-
 static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
 						  struct mwr_region *r,
 						  struct mwr_hold *h)
@@ -582,9 +577,11 @@ static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
 }
 
 /*
- * The common hit, kept small: the thread's lookup cache, a local reference
- * (plain stores), the state re-read, the validity word. Anything unusual
- * returns NULL and try_hit() below handles it.
+ * The common hit, kept small: the page index, a local reference (plain
+ * stores), the state re-read, the validity word. Anything unusual returns
+ * NULL and try_hit() below handles it. The slot is only a hint: the state
+ * word (flags, generation) read before and after the range fields and the
+ * hold decides, as every field is fixed while the generation stands.
  */
 static inline __attribute__((always_inline)) struct mwr_region *
 try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
@@ -592,28 +589,33 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 	struct mwr_thr *t = mwr_thr;
 	struct mwr_region *r;
 	struct mwr_hold *h;
-	struct mwr_tlc *c;
 	uint64_t st;
+	uint32_t gen;
 
 	if (mwu_unlikely(!t || !mwr_local_ok))
 		return NULL;
-	c = &t->tlc[((s >> 12) ^ ((uintptr_t)rc >> 4)) & (MWR_TLC_SIZE - 1)];
-	if (c->rc != rc || c->start > s || c->end < e)
+	r = mwr_index_find(&rc->index, s);
+	if (mwu_unlikely(!r))
 		return NULL;
-	r = c->r;
 	st = ld_state(r);
-	if ((st >> MWR_GEN_SHIFT) != c->gen ||
-	    (st & (MWR_INVALID | MWR_FREE | MWR_INTREE)) != MWR_INTREE)
+	if (mwu_unlikely((st & (MWR_INVALID | MWR_FREE | MWR_INTREE)) != MWR_INTREE))
 		return NULL;
+	if (mwu_unlikely(__atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc ||
+			 __atomic_load_n(&r->start, __ATOMIC_RELAXED) > s ||
+			 __atomic_load_n(&r->end, __ATOMIC_RELAXED) < e))
+		return NULL;
+	gen = (uint32_t)(st >> MWR_GEN_SHIFT);
 	h = mwr_hold_of(t, r);
-	if (h->r != r || h->gen != (uint32_t)c->gen) {
+	if (h->r != r || h->gen != gen) {
 		if (h->refs)
 			return NULL;
 		__atomic_store_n(&h->r, r, __ATOMIC_RELAXED);
-		__atomic_store_n(&h->gen, (uint32_t)c->gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->gen, gen, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&h->refs, h->refs + 1, __ATOMIC_RELAXED);
-	/* The barrier of a reclaimer stands in for a fence here (refs.c). */
+	/* The barrier of a reclaimer stands in for a fence here (refs.c);
+	 * the field loads above stay before the re-read (acquire). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (mwu_unlikely((ld_state(r) ^ st) & ~(MWR_COUNT_MASK | MWR_QUEUED))) {
 		local_put(h, r);
@@ -624,67 +626,26 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 		hit_invalid(rc, r, h);
 		return NULL;
 	}
-	if (!r->referenced)
-		r->referenced = 1;
+	/* CLOCK bit: racy by design (a lost update costs an eviction
+	 * choice), relaxed atomics say so. */
+	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 	return r;
 }
 
 /*
- * Lock-free hit: a reference on a valid covering region, or NULL.
- * First the thread's lookup cache (by page, remembering the region
- * generation) with a local reference: no atomic instruction. Then the
- * seqlock-validated tree walk with an atomic reference.
+ * Lock-free hit the slow way: the seqlock-validated tree walk with an
+ * atomic reference (regions the index does not point at for s: overlaps,
+ * huge regions). What it finds goes into the index when the cache lock is
+ * held or free (writers of the index hold it).
  */
 static __attribute__((noinline)) struct mwr_region *
 try_hit(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	struct mwr_rcache *locked)
 {
-	struct mwr_thr *t = mwr_thr_get();
-	struct mwr_tlc *c = NULL;
-	struct mwr_hold *h = NULL;
 	struct mwr_region *r;
 	int tries, ok;
 
-	if (mwu_likely(t)) {
-		c = &t->tlc[((s >> 12) ^ ((uintptr_t)rc >> 4)) & (MWR_TLC_SIZE - 1)];
-		if (c->rc == rc && c->start <= s && c->end >= e) {
-			uint64_t st, st2;
-
-			r = c->r;
-			st = ld_state(r);
-			if ((st >> MWR_GEN_SHIFT) != c->gen ||
-			    (st & (MWR_INVALID | MWR_FREE)) || !(st & MWR_INTREE))
-				goto tree;
-			h = mwr_hold_of(t, r);
-			if (mwr_local_ok && hold_usable(h, r, c->gen)) {
-				if (h->r != r || h->gen != c->gen) {
-					__atomic_store_n(&h->refs, 0, __ATOMIC_RELAXED);
-					__atomic_store_n(&h->r, r, __ATOMIC_RELAXED);
-					__atomic_store_n(&h->gen, (uint32_t)c->gen,
-							 __ATOMIC_RELAXED);
-				}
-				__atomic_store_n(&h->refs, h->refs + 1, __ATOMIC_RELAXED);
-				/* The barrier of a reclaimer stands in for a
-				 * fence here (see refs.c). */
-				__atomic_signal_fence(__ATOMIC_SEQ_CST);
-				st2 = ld_state(r);
-				if (mwu_unlikely((st2 ^ st) & ~(MWR_COUNT_MASK | MWR_QUEUED))) {
-					local_put(h, r);
-					goto tree;
-				}
-				goto validate;
-			}
-			h = NULL;
-			do {
-				if ((st >> MWR_GEN_SHIFT) != c->gen ||
-				    (st & (MWR_INVALID | MWR_FREE)) || !(st & MWR_INTREE))
-					goto tree;
-			} while (!cas_state(r, &st, st + 1));
-			goto validate;
-		}
-	}
-tree:
-	h = NULL;
 	for (tries = 0; tries < 4; tries++) {
 		uint64_t st;
 
@@ -703,12 +664,12 @@ tree:
 			drop_known(r, locked);
 			continue;
 		}
-		if (c) {
-			c->rc = rc;
-			c->r = r;
-			c->start = r->start;
-			c->end = r->end;
-			c->gen = (st + 1) >> MWR_GEN_SHIFT;
+		if (locked == rc) {
+			mwr_index_publish(&rc->index, r, s);
+		} else if (!locked && !pthread_mutex_trylock(&rc->lock)) {
+			if (ld_state(r) & MWR_INTREE)
+				mwr_index_publish(&rc->index, r, s);
+			pthread_mutex_unlock(&rc->lock);
 		}
 		goto validate;
 again:
@@ -719,14 +680,13 @@ validate:
 	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
 		flag_queue(rc, r, ld_state(r) >> MWR_GEN_SHIFT, MWR_INVALID);
-		if (h)
-			local_put(h, r);
-		else
-			drop_known(r, locked);
+		drop_known(r, locked);
 		return NULL;
 	}
-	if (!r->referenced)
-		r->referenced = 1;
+	/* CLOCK bit: racy by design (a lost update costs an eviction
+	 * choice), relaxed atomics say so. */
+	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -761,9 +721,10 @@ static int get_transient(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	if (!r)
 		return MW_ENOMEM;
 	gen = ld_state(r) >> MWR_GEN_SHIFT;
-	r->rc = rc;
-	r->start = s;
-	r->end = e;
+	/* As in miss(): readers of a stale index slot may look. */
+	__atomic_store_n(&r->rc, rc, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->start, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->end, e, __ATOMIC_RELAXED);
 	r->watch.word = NULL;
 	ret = reg_region(rc, r, s, e);
 	if (ret) {
@@ -779,9 +740,10 @@ static int get_transient(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	return 0;
 }
 
-/* Miss: lock held. Register, watch, publish. */
+/* Miss: lock held. Register, watch, publish ('cache' 0: register only,
+ * the last put deregisters). */
 static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
-		struct mwr_region **out)
+		struct mwr_region **out, int cache)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t as = s & ~(uintptr_t)(pg - 1);
@@ -794,7 +756,7 @@ static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	if (rc->bytes + (ae - as) > rc->max_bytes &&
 	    evict(rc, SIZE_MAX, ae - as, rc->max_bytes))
 		return MW_ELIMIT;
-	if (mwu_core.source == MW_SOURCE_NONE)
+	if (!cache || mwu_core.source == MW_SOURCE_NONE)
 		return get_transient(rc, as, ae, out);
 	/* Count bound: when every cached region is busy, do not cache. */
 	if (evict(rc, rc->max_regions, 0, SIZE_MAX))
@@ -807,10 +769,12 @@ static int miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 		if (!r)
 			return MW_ENOMEM;
 		gen = ld_state(r) >> MWR_GEN_SHIFT;
-		r->rc = rc;
+		/* Lock-free readers may still look at r (index.c): their
+		 * state re-read rejects these fields, atomics say so. */
+		__atomic_store_n(&r->rc, rc, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->start, as, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->end, ae, __ATOMIC_RELAXED);
-		r->referenced = 1;
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
 		r->inv_next = NULL;
 		/* Events before publication must not queue it: the watch
 		 * callback ignores other generations. */
@@ -864,6 +828,7 @@ release_unregistered:
 		    !mwu_watch_valid(&r->watch))
 			flag_queue(rc, r, gen, MWR_INVALID);
 		mwr_tree_insert(&rc->tree, r);
+		mwr_index_insert(&rc->index, r);
 		lru_add(rc, r);
 		rc->nregions++;
 		*out = r;
@@ -879,6 +844,8 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	struct mwr_region *r;
 	int ret = 0;
 
+	/* This thread's hold table, for the next hits' local references. */
+	(void)mwr_thr_get();
 	if (mwu_likely(mwu_core.source != MW_SOURCE_NONE)) {
 		r = try_hit(rc, s, e, NULL);
 		if (r) {
@@ -896,7 +863,43 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	if (r)
 		mwu_count_hit();
 	else
-		ret = miss(rc, s, e, &r);
+		ret = miss(rc, s, e, &r, 1);
+	pthread_mutex_unlock(&rc->lock);
+	if (!ret)
+		*out = &r->pub;
+	return ret;
+}
+
+/* Unlink every cached region (lock held); in-use ones go at their put. */
+static void unlink_all(struct mwr_rcache *rc)
+{
+	struct mwr_region *r, *next;
+	struct batch b = { NULL };
+
+	while (process_invalid(rc, 1024))
+		;
+	for (r = rc->lru.lru_next; r != &rc->lru; r = next) {
+		next = r->lru_next;
+		__atomic_fetch_or(&r->state, MWR_INVALID, __ATOMIC_ACQ_REL);
+		unlink_region(rc, r, &b);
+	}
+	batch_reclaim_f(rc, &b, 1);
+	zombie_recheck(rc, rc->zombies);
+}
+
+/* Fail closed (guard.c): the source no longer guarantees what caching
+ * needs. Drop what is cached, register afresh; the last put deregisters. */
+static __attribute__((noinline)) int get_uncached(struct mwr_rcache *rc,
+						  uintptr_t s, uintptr_t e,
+						  struct mw_region **out)
+{
+	struct mwr_region *r;
+	int ret;
+
+	pthread_mutex_lock(&rc->lock);
+	if (rc->nregions)
+		unlink_all(rc);
+	ret = miss(rc, s, e, &r, 0);
 	pthread_mutex_unlock(&rc->lock);
 	if (!ret)
 		*out = &r->pub;
@@ -923,6 +926,10 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFLAGS;
 	if (rc->forked)
 		return MW_EFORKED;
+	/* Every get: is caching still safe? (one load, guard.c) */
+	if (mwu_unlikely(!mwr_guaranteed()) &&
+	    !(rc->flags & MW_RCACHE_F_TEST_NO_GUARANTEE))
+		return get_uncached(rc, s, s + len, out);
 	if (mwu_likely(mwu_core.source != MW_SOURCE_NONE)) {
 		r = try_hit_fast(rc, s, s + len);
 		if (mwu_likely(r != NULL)) {
@@ -944,13 +951,11 @@ static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
 	if (mwu_likely(!drop_ref(r, NULL)))
 		return 0;
 	/* No atomic reference: another thread's local one (a put from a
-	 * different thread than the get), or a double put. Count all. */
+	 * different thread than the get), or a double put. Count all. No
+	 * barrier: a legitimate put of another thread's reference happens
+	 * after that thread's get (the application handed the region over),
+	 * so the hold is visible to us; a reclaimer fences for itself. */
 	pthread_mutex_lock(&rc->lock);
-	/* A legitimate put of another thread's reference happens after that
-	 * thread's get (the region was handed over), so its hold is visible
-	 * even if the barrier fails; the barrier only sharpens the check
-	 * against double puts. */
-	(void)mwr_barrier();
 	if (mwr_busy(r) <= 0) {
 		pthread_mutex_unlock(&rc->lock);
 		return MW_EFOREIGN;
@@ -966,15 +971,18 @@ static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
 MW_API int mw_rcache_put(struct mw_rcache *rc_, struct mw_region *pub)
 {
 	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
-	struct mwr_region *r = (struct mwr_region *)pub;
 	struct mwr_thr *t = mwr_thr;
+	struct mwr_region *r;
 	int ret = check_rc(rc);
 
 	if (ret)
 		return ret;
 	if (!pub)
 		return MW_EINVAL;
-	if (!mwr_pool_contains(pub) || __atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc)
+	if (!mwr_pool_contains(pub))
+		return MW_EFOREIGN;
+	r = mwr_of_pub(pub);
+	if (__atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc)
 		return MW_EFOREIGN;
 	/* This thread's local reference? */
 	if (mwu_likely(t != NULL)) {
@@ -992,23 +1000,13 @@ MW_API int mw_rcache_put(struct mw_rcache *rc_, struct mw_region *pub)
 MW_API int mw_rcache_flush(struct mw_rcache *rc_)
 {
 	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
-	struct mwr_region *r, *next;
-	struct batch b = { NULL };
 	int ret = check_rc(rc);
 
 	if (ret)
 		return ret;
 	mwu_progress_round(0, 0);
 	pthread_mutex_lock(&rc->lock);
-	while (process_invalid(rc, 1024))
-		;
-	for (r = rc->lru.lru_next; r != &rc->lru; r = next) {
-		next = r->lru_next;
-		__atomic_fetch_or(&r->state, MWR_INVALID, __ATOMIC_ACQ_REL);
-		unlink_region(rc, r, &b);
-	}
-	batch_reclaim_f(rc, &b, 1);
-	zombie_recheck(rc, rc->zombies);
+	unlink_all(rc);
 	pthread_mutex_unlock(&rc->lock);
 	return 0;
 }
@@ -1045,6 +1043,7 @@ MW_API int mw_rcache_destroy(struct mw_rcache *rc_)
 	rc->magic = 0;
 	pthread_mutex_unlock(&rc->lock);
 	mwu_sink_remove(&rc->sink);
+	mwr_index_destroy(&rc->index);
 	pthread_mutex_destroy(&rc->lock);
 	free(rc);
 	return 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Per-thread state of the cache: the lookup cache and the hold table (see
+ * Per-thread state of the cache: the hold table of local references (see
  * internal.h for the protocol). Threads register their state once; at
  * thread exit their local references become ordinary atomic references.
  */
@@ -174,7 +174,9 @@ long mwr_busy(const struct mwr_region *r)
 
 		if (__atomic_load_n(&h->r, __ATOMIC_RELAXED) == r &&
 		    __atomic_load_n(&h->gen, __ATOMIC_RELAXED) == gen)
-			n += __atomic_load_n(&h->refs, __ATOMIC_RELAXED);
+			/* acquire: pairs with local_put()'s release, so what
+			 * the holder read of r comes before our reuse of it */
+			n += __atomic_load_n(&h->refs, __ATOMIC_ACQUIRE);
 	}
 	pthread_mutex_unlock(&thr_lock);
 	return n;

@@ -214,7 +214,23 @@ struct mw_rcache;
 
 /* Test only: ignore invalidations (the negative control of the oracles). */
 #define MW_RCACHE_F_TEST_NO_INVALIDATE	0x80000000U
-#define MW_RCACHE_F_MASK		MW_RCACHE_F_TEST_NO_INVALIDATE
+/* Test only: cache even without MW_RCACHE_NEEDS (the negative control of
+ * the fail-closed test). */
+#define MW_RCACHE_F_TEST_NO_GUARANTEE	0x40000000U
+#define MW_RCACHE_F_MASK	(MW_RCACHE_F_TEST_NO_INVALIDATE | \
+				 MW_RCACHE_F_TEST_NO_GUARANTEE)
+
+/*
+ * Fail closed: the cache leaves registrations pinned between uses only
+ * while mw_support() has all of these (checked on every get); otherwise a
+ * get registers afresh and the last put deregisters.
+ */
+#define MW_RCACHE_NEEDS (MW_SUPPORT_MUNMAP | MW_SUPPORT_FREE | \
+	MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE | MW_SUPPORT_MAP_FIXED | \
+	MW_SUPPORT_BRK | MW_SUPPORT_SHMDT | MW_SUPPORT_HIT_CHECK)
+/* Test only: take bits out of the run-time guarantee (as a lost hook
+ * does); returns what is left. */
+MW_API unsigned mw_test_support_drop(unsigned bits);
 
 struct mw_rcache_params {
 	const struct mw_reg_ops *ops;	/* copied */

@@ -91,7 +91,7 @@ static struct mw_rcache_stats rstats(struct mw_rcache *rc)
 	return st;
 }
 
-/* 1 when the active source caches (kernel or hooks). */
+/* 1 when the cache caches: the active source guarantees MW_RCACHE_NEEDS. */
 static int caching(void)
 {
 	int ret = mw_init();
@@ -100,8 +100,9 @@ static int caching(void)
 		printf("# mw_init: %s\n", mw_strerror(ret));
 		exit(1);
 	}
-	printf("# source=%s (%s)\n", mw_source_name(mw_source()), mw_source_reason());
-	return mw_source() != MW_SOURCE_NONE;
+	printf("# source=%s (%s) support=%#x\n", mw_source_name(mw_source()),
+	       mw_source_reason(), mw_support());
+	return (mw_support() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
 }
 
 static int getput(struct mw_rcache *rc, const void *a, size_t len)
@@ -432,6 +433,104 @@ static int t_thread_exit_race(void)
 	return 0;
 }
 
+/* ---- fail closed: a lost guarantee stops caching at the next get ----
+ * The cache ignores invalidations here (as when a bypassed hook never
+ * reports a release): the run-time guarantee word is the only defence.
+ * Negative control: a cache that skips the guarantee check serves the
+ * replaced buffer from its stale registration. */
+static int fail_closed(int control)
+{
+	struct mw_rcache_params p = {
+		.ops = &c_ops, .flags = MW_RCACHE_F_TEST_NO_INVALIDATE |
+		(control ? MW_RCACHE_F_TEST_NO_GUARANTEE : 0),
+	};
+	struct mw_rcache *rc = NULL;
+	unsigned left;
+	char *b;
+	long regs;
+	int ok;
+
+	if (!caching())
+		SKIP("the source does not guarantee caching");
+	CHECK(!mw_rcache_create(&p, &rc), "create");
+	b = pages(4);
+	ok = !getput(rc, b, 4 * PAGE) && !getput(rc, b + PAGE, PAGE);
+	CHECK(ok && C.regs == 1, "cached while guaranteed (sub-range hit): %ld "
+	      "registration(s)", C.regs);
+	left = mw_test_support_drop(MW_SUPPORT_MUNMAP);
+	CHECK(!(left & MW_SUPPORT_MUNMAP) && !(mw_support() & MW_SUPPORT_MUNMAP),
+	      "guarantee lowered: support %#x", mw_support());
+	/* Replace the buffer behind the cache's back. */
+	CHECK(mmap(b, 4 * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == b, "remapped");
+	regs = C.regs;
+	for (int i = 0; i < 3; i++)
+		getput(rc, b, 4 * PAGE);
+	if (control) {
+		CHECK(C.regs == regs, "negative control: %ld fresh registrations "
+		      "(stale hits without the check)", C.regs - regs);
+		return sub_failed;
+	}
+	CHECK(C.regs == regs + 3, "every get after the drop registers afresh: %ld",
+	      C.regs - regs);
+	CHECK(C.live == 0, "nothing stays pinned: old one dropped, fresh ones "
+	      "deregistered at put (%ld live)", C.live);
+	CHECK(!mw_rcache_destroy(rc), "destroy");
+	return sub_failed;
+}
+
+static int t_fail_closed(void) { return fail_closed(0); }
+static int t_fail_closed_control(void) { return fail_closed(1); }
+
+/* ---- hooks source: more than 2^18 watches, releases found by address ----
+ * Both directions are checked: each released watch reads invalid and
+ * every other one still reads valid (a lookup hitting too much or too
+ * little fails). */
+#define MANY (300 * 1024)
+static int t_many_watches(void)
+{
+	static const size_t cut[] = { 0, 1, 4097, 262144, 262145, MANY - 1 };
+	size_t i, added = 0, bad_inv = 0, bad_valid = 0;
+	struct mw_watch *w;
+	double t0;
+	char *b;
+
+	mw_init();
+	if (mw_source() != MW_SOURCE_HOOKS)
+		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+	w = calloc(MANY, sizeof(*w));
+	b = mmap(NULL, (size_t)MANY * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!w || b == MAP_FAILED)
+		return 2;
+	for (i = 0; i < MANY; i++)
+		added += !mw_watch_add(&w[i], b + i * PAGE, PAGE, NULL, NULL);
+	CHECK(added == MANY, "%zu of %d watches added (> 2^18)", added, MANY);
+	t0 = sub_now();
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++)
+		munmap(b + cut[i] * PAGE, PAGE);
+	/* A 10-page release in the middle. */
+	munmap(b + 100000 * PAGE, 10 * PAGE);
+	for (i = 0; i < MANY; i++) {
+		int released = (i >= 100000 && i < 100010);
+
+		for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++)
+			released |= i == cut[k];
+		if (released)
+			bad_inv += mw_watch_valid(&w[i]) != 0;
+		else
+			bad_valid += mw_watch_valid(&w[i]) != 1;
+	}
+	CHECK(!bad_inv && !bad_valid, "16 released watches invalid (%zu wrong), "
+	      "the other %d valid (%zu wrong), %.1f ms", bad_inv, MANY - 16,
+	      bad_valid, (sub_now() - t0) * 1e3);
+	for (i = 0; i < MANY; i++)
+		mw_watch_remove(&w[i]);
+	free(w);
+	munmap(b, (size_t)MANY * PAGE);
+	return sub_failed;
+}
+
 static const struct subtest tests[] = {
 	{ "lru_count", t_lru_count, { NULL } },
 	{ "lru_bytes", t_lru_bytes, { NULL } },
@@ -441,6 +540,9 @@ static const struct subtest tests[] = {
 	{ "idle_drain_negative_control", t_idle_nohelper,
 	  { "MMUWATCH_HELPER=0", NULL } },
 	{ "thread_exit_race", t_thread_exit_race, { NULL } },
+	{ "fail_closed", t_fail_closed, { NULL } },
+	{ "many_watches", t_many_watches, { NULL } },
+	{ "fail_closed_negative_control", t_fail_closed_control, { NULL } },
 };
 
 int main(int argc, char **argv)
