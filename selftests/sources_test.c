@@ -5,14 +5,16 @@
  * Each test drives one source on a watched range and checks the outcome
  * the README table ("Invalidation sources") documents: the word flips and
  * exactly one event with the expected reason and range, or nothing at all.
- * Sources: page migration (move_pages, migrate_pages; needs two NUMA
- * nodes, vm/numa.d boots them), KSM merge, khugepaged and MADV_COLLAPSE,
+ * Sources: KSM merge, khugepaged and MADV_COLLAPSE,
  * swap-out (MADV_PAGEOUT over a swap file on a loop device), hugetlbfs
  * map/unmap/truncate, UFFDIO_MOVE (6.8+; skipped before), process_madvise
- * from another process, memory cgroup reclaim (memory.reclaim). Negative
+ * from another process, memory cgroup reclaim (memory.reclaim). Page
+ * migration is in migrate_test (it needs two NUMA nodes). Negative
  * controls: the same operations where the kernel must leave the pages in
  * place (KSM on pages that differ, PAGEOUT without swap, MADV_COLD, a
  * hugetlb fault) must leave the watch valid with no event.
+ * MWT_FIXTURES="name ..." runs only those fixtures ("global" for the
+ * plain tests); the others skip (the suite's negative control uses it).
  * The tests change system settings (KSM, khugepaged, swap, hugetlb pool,
  * cgroups) and put them back; they run as root in the VM only: on a host
  * without /dev/mmuwatch they skip before touching anything.
@@ -48,9 +50,6 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
-#ifndef MPOL_MF_MOVE
-#define MPOL_MF_MOVE (1 << 1)
-#endif
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 4U
 #endif
@@ -74,6 +73,26 @@ struct uffdio_move {
 #define CGROOT "/sys/fs/cgroup"
 
 /* ---- small helpers --------------------------------------------------- */
+
+/* True if MWT_FIXTURES is unset or lists name. */
+static bool selected(const char *name)
+{
+	const char *l = getenv("MWT_FIXTURES");
+	size_t n = strlen(name);
+
+	while (l && *l) {
+		l += strspn(l, " ");
+		if (!strncmp(l, name, n) && (l[n] == ' ' || !l[n]))
+			return true;
+		l += strcspn(l, " ");
+	}
+	return !l;
+}
+
+#define ONLY_IF_SELECTED(name) do { \
+	if (!selected(name)) \
+		SKIP(_exit(255), "not in MWT_FIXTURES"); \
+} while (0)
 
 static int write_str(const char *path, const char *s)
 {
@@ -284,119 +303,6 @@ static char *distinct_pages(size_t pages, unsigned int seed)
 	MWT_EXPECT_NO_EVENT(m); \
 } while (0)
 
-/* ---- page migration (two NUMA nodes) --------------------------------- */
-
-static int numa_nodes(void)
-{
-	int n = 0;
-	char path[64];
-
-	for (;;) {
-		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d",
-			 n);
-		if (access(path, F_OK))
-			return n;
-		n++;
-	}
-}
-
-/* Node of the page at addr (move_pages query), or -errno. */
-static int node_of(void *addr)
-{
-	void *pages[1] = { addr };
-	int status = -1;
-
-	if (syscall(SYS_move_pages, 0, 1UL, pages, NULL, &status, 0))
-		return -errno;
-	return status;
-}
-
-FIXTURE(migrate) {
-	struct mwt m;
-	char *buf, *ctl;
-	struct mmuwatch_range r, rc;
-	int from, to;
-};
-
-FIXTURE_SETUP(migrate)
-{
-	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
-	if (numa_nodes() < 2)
-		SKIP(_exit(255), "one NUMA node (vm/numa.d boots two)");
-	self->buf = mwt_map(4);
-	self->ctl = mwt_map(2);
-	ASSERT_NE(NULL, self->buf);
-	ASSERT_NE(NULL, self->ctl);
-	self->from = node_of(self->buf);
-	ASSERT_LE(0, self->from);
-	self->to = !self->from;
-	ASSERT_EQ(0, mwt_watch(&self->m, self->buf, 4 * P, 0x319a7e,
-			       &self->r));
-	ASSERT_EQ(0, mwt_watch(&self->m, self->ctl, 2 * P, 0xc0, &self->rc));
-}
-
-FIXTURE_TEARDOWN(migrate)
-{
-	mwt_close(&self->m);
-}
-
-/* move_pages of the watched pages to the other node: CLEAR (the kernel's
- * try_to_migrate() notifies MMU_NOTIFY_CLEAR per page; MIGRATE is only
- * for device-memory migration). The first page moved fires the one-shot
- * watch. A watch on pages that stay put is untouched.
- */
-TEST_F(migrate, move_pages)
-{
-	void *pages[4];
-	int nodes[4], status[4], i;
-	struct mmuwatch_event e;
-
-	for (i = 0; i < 4; i++) {
-		pages[i] = self->buf + i * P;
-		nodes[i] = self->to;
-		status[i] = -1;
-	}
-	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 4UL, pages, nodes, status,
-			     MPOL_MF_MOVE));
-	for (i = 0; i < 4; i++)
-		ASSERT_EQ(self->to, status[i]);
-	EXPECT_ONE_INSIDE(&self->m, &self->r, MMUWATCH_REASON_CLEAR, &e);
-	EXPECT_EQ((uintptr_t)self->buf, e.start);
-	EXPECT_EQ((uintptr_t)self->buf + P, e.end);
-	ASSERT_TRUE(mwt_valid(&self->m, &self->rc));
-	ASSERT_EQ(self->from, node_of(self->ctl));
-}
-
-/* migrate_pages moves the whole process: both watches fire, CLEAR. */
-TEST_F(migrate, migrate_pages)
-{
-	unsigned long old = 1UL << self->from, new = 1UL << self->to;
-	struct mmuwatch_event e[2];
-
-	ASSERT_LE(0, syscall(SYS_migrate_pages, 0, 8 * sizeof(long), &old,
-			     &new));
-	ASSERT_EQ(self->to, node_of(self->buf));
-	ASSERT_TRUE(mwt_invalid(&self->m, &self->r));
-	ASSERT_TRUE(mwt_invalid(&self->m, &self->rc));
-	ASSERT_EQ(2U, mwt_pending(&self->m));
-	ASSERT_EQ(1, mwt_pop(&self->m, &e[0]));
-	ASSERT_EQ(1, mwt_pop(&self->m, &e[1]));
-	EXPECT_EQ((uint32_t)MMUWATCH_REASON_CLEAR, e[0].reason);
-	EXPECT_EQ((uint32_t)MMUWATCH_REASON_CLEAR, e[1].reason);
-}
-
-/* Control: moving to the node the pages are on already changes nothing. */
-TEST_F(migrate, control_same_node)
-{
-	void *pages[1] = { self->buf };
-	int nodes[1] = { self->from }, status[1] = { -1 };
-
-	ASSERT_EQ(0, syscall(SYS_move_pages, 0, 1UL, pages, nodes, status,
-			     MPOL_MF_MOVE));
-	ASSERT_EQ(self->from, status[0]);
-	EXPECT_UNTOUCHED(&self->m, &self->r);
-}
-
 /* ---- KSM ------------------------------------------------------------- */
 
 FIXTURE(ksm) {
@@ -406,6 +312,7 @@ FIXTURE(ksm) {
 
 FIXTURE_SETUP(ksm)
 {
+	ONLY_IF_SELECTED("ksm");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
 	self->run = read_long(KSM "run");
 	if (self->run < 0)
@@ -498,6 +405,7 @@ FIXTURE_SETUP(collapse)
 	FILE *f;
 	size_t i;
 
+	ONLY_IF_SELECTED("collapse");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
 	f = fopen(THP "enabled", "re");
 	if (!f)
@@ -577,6 +485,7 @@ FIXTURE(swap) {
 
 FIXTURE_SETUP(swap)
 {
+	ONLY_IF_SELECTED("swap");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
 	self->buf = distinct_pages(8, 0x5a9);
 	ASSERT_NE(NULL, self->buf);
@@ -730,6 +639,7 @@ FIXTURE(hugetlb) {
 
 FIXTURE_SETUP(hugetlb)
 {
+	ONLY_IF_SELECTED("hugetlb");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
 	self->pool = read_long("/proc/sys/vm/nr_hugepages");
 	if (self->pool < 0)
@@ -836,6 +746,7 @@ TEST(uffdio_move)
 	struct uffdio_move mv;
 	struct mmuwatch_range rs, rd;
 
+	ONLY_IF_SELECTED("global");
 	MWT_OPEN_OR_SKIP(&m, 0, 0);
 	probe = uffd_open(0, &have);
 	if (probe < 0)

@@ -73,10 +73,13 @@ fi
 # MW_VM_NUMA=2: two NUMA nodes (one CPU and half the memory each) for the
 # page-migration tests; automatic NUMA balancing off so that no migration
 # happens behind a test's back.
-NUMA=()
+NUMA=() SMP=2
 case "${MW_VM_NUMA:-0}" in
 0 | 1) ;;
 2)
+	# One socket per node: CPUs sharing a cache across nodes make the
+	# kernel WARN (topology_sane).
+	SMP=2,sockets=2,cores=1,threads=1
 	NUMA=(-object memory-backend-ram,id=mwm0,size=1536M -object memory-backend-ram,id=mwm1,size=1536M
 		-numa node,nodeid=0,cpus=0,memdev=mwm0 -numa node,nodeid=1,cpus=1,memdev=mwm1)
 	CMDLINE+=" numa_balancing=disable"
@@ -84,7 +87,7 @@ case "${MW_VM_NUMA:-0}" in
 *) echo "$me: MW_VM_NUMA must be 0, 1 or 2" >&2; exit 2 ;;
 esac
 start=$(date +%s.%N)
-qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 3G "${NUMA[@]}" \
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp $SMP -m 3G "${NUMA[@]}" \
 	-display none -monitor none -serial "file:$OUT/console.log" -nic none \
 	-no-reboot -kernel "$KIMG" -initrd "$IMG" -append "$CMDLINE" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
