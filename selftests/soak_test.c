@@ -49,7 +49,7 @@ static double now_s(void)
 static bool soak_control;
 
 struct soak_proc {
-	struct mwt shared;		/* used by all threads of the process */
+	struct mwt shared;	/* used by all threads of the process */
 	pthread_mutex_t consume;	/* one ring consumer at a time */
 	double end;
 	unsigned long ops, failures;
@@ -177,7 +177,7 @@ static void step(struct soak_thread *t)
 		return;
 	}
 	switch (op) {
-	case 0:	/* munmap of a part: the word flips before munmap returns */
+	case 0:	/* munmap of a part: the word flips before it returns */
 	case 1:
 		cut = rand_r(&t->seed) % w->pages;
 		if (!soak_control && munmap(w->buf + cut * P, P))
@@ -190,10 +190,11 @@ static void step(struct soak_thread *t)
 		if (madvise(w->buf, w->pages * P, MADV_DONTNEED))
 			SOAK_FAIL(t, "madvise: %d", errno);
 		else if (!gone(t, w))
-			SOAK_FAIL(t, "DONTNEED of a watched range left it valid");
+			SOAK_FAIL(t, "DONTNEED of a watched range left it "
+				     "valid");
 		drop(w);
 		break;
-	case 3:	/* UNWATCH: token | 1, then the memory is someone else's */
+	case 3:	/* UNWATCH: token | 1; the memory is someone else's */
 		err = mwt_unwatch(w->m, &w->r);
 		if (err)
 			SOAK_FAIL(t, "UNWATCH: %d", err);
@@ -205,7 +206,7 @@ static void step(struct soak_thread *t)
 		if (w->buf[0] != 0x5a || !mwt_valid(w->m, &w->r))
 			SOAK_FAIL(t, "untouched watch changed");
 		break;
-	case 5:	/* consume events: own ring, or the shared one (locked) */
+	case 5:	/* consume events: own ring, the shared one (locked) */
 		drain(&t->own);
 		if (!pthread_mutex_trylock(&t->proc->consume)) {
 			drain(&t->proc->shared);

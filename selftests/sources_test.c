@@ -224,7 +224,8 @@ static int swap_on(void)
 		return 0;
 	snprintf(cmd, sizeof(cmd),
 		 "modprobe -q loop 2>/dev/null; "
-		 "rm -f %s && truncate -s 64M %s && d=$(losetup -f --show %s) && "
+		 "rm -f %s && truncate -s 64M %s && "
+		 "d=$(losetup -f --show %s) && "
 		 "mkswap -q $d >/dev/null && swapon $d && echo $d",
 		 SWAPFILE, SWAPFILE, SWAPFILE);
 	p = popen(cmd, "r");
@@ -263,7 +264,8 @@ static bool has_pattern(const char *page, unsigned int seed, size_t i)
 	size_t j;
 
 	for (j = 0; j < P; j += sizeof(unsigned int))
-		if (*(const unsigned int *)(page + j) != pattern(seed, i * P + j))
+		if (*(const unsigned int *)(page + j) !=
+		    pattern(seed, i * P + j))
 			return false;
 	return true;
 }
