@@ -80,6 +80,7 @@ case "${MW_VM_NUMA:-0}" in
 	# One socket per node: CPUs sharing a cache across nodes make the
 	# kernel WARN (topology_sane).
 	SMP=2,sockets=2,cores=1,threads=1
+	# shellcheck disable=SC2054 # qemu option values contain commas
 	NUMA=(-object memory-backend-ram,id=mwm0,size=1536M -object memory-backend-ram,id=mwm1,size=1536M
 		-numa node,nodeid=0,cpus=0,memdev=mwm0 -numa node,nodeid=1,cpus=1,memdev=mwm1)
 	CMDLINE+=" numa_balancing=disable"

@@ -12,7 +12,11 @@ fail=0 n=0
 tap() { n=$((n + 1)); if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi; }
 echo "TAP version 13"
 echo "1..3"
-uname -r | grep -q mwdebug && tap ok "debug.kernel ($(uname -r))" || tap not-ok "debug.kernel (running $(uname -r))"
+if uname -r | grep -q mwdebug; then
+	tap ok "debug.kernel ($(uname -r))"
+else
+	tap not-ok "debug.kernel (running $(uname -r))"
+fi
 if [ -w $K ] && echo scan > $K; then
 	sleep 2
 	echo scan > $K

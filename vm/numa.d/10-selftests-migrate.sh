@@ -9,7 +9,7 @@
 set -u
 BIN=${MW_TOP:?}/build/tests/selftests
 export MWT_REQUIRE_DEVICE=1
-nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
+nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)
 if [ "$nodes" -lt 2 ]; then
 	echo "not ok 1 numa.two_nodes (the guest has $nodes node(s))"
 	exit 1
