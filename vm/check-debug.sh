@@ -8,7 +8,9 @@
 # debug kernel (cached); mmuwatch.ko built against it
 # (build/kmod/<kver>/); one boot running vm/debug/00-debug-baseline.sh,
 # every vm/tests.d/*.sh, and vm/debug/99-debug-kmemleak.sh (kmemleak scan
-# at the end); one two-NUMA-node boot running vm/numa.d; then the whole
+# at the end); one two-NUMA-node boot running vm/numa.d; a short boot that
+# plants a fake kmemleak line (vm/debug/plant-report.sh), which must be
+# found (end-to-end negative control); then the whole
 # kernel log of both boots through vm/debug/scan.sh (vm/logscan.sh plus
 # kmemleak, lockdep INFO, RCU stall and detector-off lines). Script time
 # limits are multiplied by MW_TIMEOUT_SCALE (default 4: the debug kernel
@@ -59,6 +61,17 @@ phase "boot 2: two NUMA nodes, vm/numa.d on $KVER"
 MW_VM_NUMA=2 vm/runsuite.sh check-debug-numa vm/numa.d "$KVER" || fail=1
 t3=$(date +%s)
 
+phase "negative control: a boot that plants a kmemleak line must be failed"
+MW_VM_QUIET=1 vm/run.sh "$KVER" --tag check-debug-control --timeout 900 -- \
+	"$TOP/vm/debug/plant-report.sh" >/dev/null 2>&1
+if vm/debug/scan.sh "build/vm/check-debug-control/dmesg.txt" >/dev/null; then
+	echo "$me: FAIL: the planted report was not found in the guest log"
+	fail=1
+else
+	echo "$me: planted report found in the guest log (control ok)"
+fi
+t4=$(date +%s)
+
 phase "kernel logs through vm/debug/scan.sh"
 for b in check-debug check-debug-numa; do
 	log=build/vm/$b-$KVER/dmesg.txt
@@ -71,7 +84,7 @@ for b in check-debug check-debug-numa; do
 		fail=1
 	fi
 done
-echo "$me: times: kernel ready $((t1 - t0)) s, boot 1 $((t2 - t1)) s, boot 2 $((t3 - t2)) s, total $(($(date +%s) - t0)) s"
+echo "$me: times: kernel ready $((t1 - t0)) s, boot 1 $((t2 - t1)) s, boot 2 $((t3 - t2)) s, control boot $((t4 - t3)) s, total $(($(date +%s) - t0)) s"
 if [ $fail = 0 ]; then
 	echo "$me: PASS ($KVER)"
 else
