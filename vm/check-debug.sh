@@ -51,6 +51,10 @@ for s in vm/tests.d/*.sh; do
 done
 ln -s "$TOP/vm/debug/99-debug-kmemleak.sh" "$SUITE/99-debug-kmemleak.sh"
 
+# The debug kernel looks for bugs on every path, not for volume: the two
+# fuzzers run 20,000 operations each here (100,000 in make check); set
+# MW_FUZZ_OPS / MW_FUZZ_RDMA_OPS for more.
+export MW_FUZZ_OPS=${MW_FUZZ_OPS:-20000} MW_FUZZ_RDMA_OPS=${MW_FUZZ_RDMA_OPS:-20000}
 export MW_VM_KDIR=$KDIR MW_TIMEOUT_SCALE=${MW_TIMEOUT_SCALE:-4}
 export MW_VM_BOOT_TIMEOUT=${MW_VM_BOOT_TIMEOUT:-900}
 fail=0
