@@ -42,6 +42,7 @@ check-host:
 
 check-vm:
 	@vm/check.sh $(KVERS)
+	@vm/check-numa.sh $(KVERS)
 
 bench: setup
 	@$(MAKE) --no-print-directory all
@@ -65,3 +66,15 @@ install:
 
 clean:
 	rm -rf build/obj build/bin build/lib build/tests build/kmod build/vm
+
+# The debug kernel (KASAN, lockdep, kmemleak, ...; built once, cached in
+# $(MW_CACHE) or ~/.cache/mmuwatch) running every VM test: vm/check-debug.sh.
+.PHONY: check-debug soak
+check-debug: setup
+	@$(MAKE) --no-print-directory all
+	@vm/check-debug.sh
+
+# The long multi-process soak (MW_SOAK_SECS, default 600 s) on each kernel.
+soak: setup
+	@$(MAKE) --no-print-directory all
+	@vm/runsuite.sh soak vm/soak.d $(KVERS)

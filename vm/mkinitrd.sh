@@ -13,6 +13,13 @@ OUT=$TOP/build/vm/$KVER
 IMG=$OUT/initrd.cpio.gz
 BUSYBOX=$(command -v busybox) || { echo "mkinitrd: busybox not found (apt-get install busybox-static)" >&2; exit 1; }
 
+# The debug kernel (MW_VM_KDIR, vm/debug-kernel.sh) has 9p and virtio
+# built in: its image carries no modules.
+if [ -n "${MW_VM_KDIR:-}" ]; then
+	[ -f "$MW_VM_KDIR/bzImage" ] && [ -d "$MW_VM_KDIR/lib/modules/$KVER" ] ||
+		{ echo "mkinitrd: no kernel $KVER in $MW_VM_KDIR (vm/debug-kernel.sh)" >&2; exit 1; }
+	mods=
+else
 [ -f "/boot/vmlinuz-$KVER" ] && [ -d "$MODDIR/kernel" ] ||
 	{ echo "mkinitrd: kernel $KVER is not installed (/boot/vmlinuz-$KVER, $MODDIR)" >&2; exit 1; }
 
@@ -22,6 +29,7 @@ mods=$(for m in virtio_pci 9pnet_virtio 9p; do
 	modprobe -S "$KVER" --show-depends "$m" || exit 1
 done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
 [ -n "$mods" ] || { echo "mkinitrd: no 9p modules found for $KVER" >&2; exit 1; }
+fi
 
 # Everything the image depends on, hashed: rebuild when any of it changes.
 # shellcheck disable=SC2086
@@ -34,6 +42,7 @@ mkdir -p "$OUT"
 stage=$(mktemp -d "$OUT/stage.XXXXXX")
 trap 'rm -rf "$stage" "$stage.img" "$stage.stamp"' EXIT
 mkdir -p "$stage"/{bin,sbin,dev,proc,sys,mnt/root,lib/mw}
+: > "$stage/lib/mw/order"
 cp "$BUSYBOX" "$stage/bin/busybox"
 install -m 755 "$TOP/vm/guest/init" "$stage/init"
 # Module autoload (request_module) runs /sbin/modprobe in init's root, the

@@ -63,10 +63,34 @@ echo boot > "$OUT/.mw/step"
 
 CMDLINE="console=ttyS0 quiet loglevel=5 printk.time=1 log_buf_len=8M panic=-1"
 CMDLINE+=" mitigations=off MW_TOP=$TOP MW_OUT=$OUT"
+# A kernel of our own (vm/debug-kernel.sh): MW_VM_KDIR holds its bzImage
+# and the lib/modules tree the guest binds over /lib/modules.
+KIMG=/boot/vmlinuz-$KVER
+if [ -n "${MW_VM_KDIR:-}" ]; then
+	KIMG=$MW_VM_KDIR/bzImage
+	CMDLINE+=" MW_MODROOT=$MW_VM_KDIR/lib/modules"
+fi
+# MW_VM_NUMA=2: two NUMA nodes (one CPU and half the memory each) for the
+# page-migration tests; automatic NUMA balancing off so that no migration
+# happens behind a test's back.
+NUMA=() SMP=2
+case "${MW_VM_NUMA:-0}" in
+0 | 1) ;;
+2)
+	# One socket per node: CPUs sharing a cache across nodes make the
+	# kernel WARN (topology_sane).
+	SMP=2,sockets=2,cores=1,threads=1
+	# shellcheck disable=SC2054 # qemu option values contain commas
+	NUMA=(-object memory-backend-ram,id=mwm0,size=1536M -object memory-backend-ram,id=mwm1,size=1536M
+		-numa node,nodeid=0,cpus=0,memdev=mwm0 -numa node,nodeid=1,cpus=1,memdev=mwm1)
+	CMDLINE+=" numa_balancing=disable"
+	;;
+*) echo "$me: MW_VM_NUMA must be 0, 1 or 2" >&2; exit 2 ;;
+esac
 start=$(date +%s.%N)
-qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 3G \
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp $SMP -m 3G "${NUMA[@]}" \
 	-display none -monitor none -serial "file:$OUT/console.log" -nic none \
-	-no-reboot -kernel "/boot/vmlinuz-$KVER" -initrd "$IMG" -append "$CMDLINE" \
+	-no-reboot -kernel "$KIMG" -initrd "$IMG" -append "$CMDLINE" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs "local,path=$OUT,mount_tag=mwout,security_model=none" \
 	</dev/null >"$OUT/qemu.log" 2>&1 &

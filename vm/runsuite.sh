@@ -10,7 +10,8 @@
 # "# MW_TIMEOUT=<seconds>"), enforced in the guest; the host kills a guest
 # whose current script runs 60 s past the largest limit, and bounds the
 # whole boot by MW_VM_TIMEOUT (default: the sum of the script limits plus
-# slack). Exit 0 only if every kernel passed.
+# slack). MW_TIMEOUT_SCALE multiplies every script limit (both sides).
+# Exit 0 only if every kernel passed.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 nomod=
@@ -27,6 +28,7 @@ for s in "$DIR"/*.sh; do
 	[ -f "$s" ] && [ -x "$s" ] || continue
 	lim=$(sed -n 's/^# MW_TIMEOUT=\([0-9][0-9]*\).*/\1/p' "$s" | head -n 1)
 	lim=${lim:-$MW_SCRIPT_TIMEOUT}
+	lim=$((lim * ${MW_TIMEOUT_SCALE:-1}))
 	n=$((n + 1)) total=$((total + lim + 30))
 	[ "$lim" -gt "$longest" ] && longest=$lim
 done

@@ -13,7 +13,8 @@
 # $MW_OUT/suite.txt: "PASS|FAIL|SKIP <name> <seconds>s [reason]".
 # MW_SCRIPT_TIMEOUT (seconds, default 300) bounds each script; a script
 # can set its own bound with a line "# MW_TIMEOUT=<seconds>".
-# MW_KO_ARGS are passed to insmod.
+# MW_KO_ARGS are passed to insmod. MW_TIMEOUT_SCALE (default 1) multiplies
+# every limit (make check-debug: the debug kernel runs slower).
 set -u
 . "$MW_TOP/vm/guest/lib.sh"
 module=1
@@ -42,6 +43,7 @@ for s in "${scripts[@]}"; do
 	why=
 	lim=$(sed -n 's/^# MW_TIMEOUT=\([0-9][0-9]*\).*/\1/p' "$s" | head -n 1)
 	lim=${lim:-$limit}
+	lim=$((lim * ${MW_TIMEOUT_SCALE:-1})) # the debug kernel is slower
 	if [ $module = 1 ]; then
 		loaded && ! rmmod "$mod" && why="module already loaded and rmmod failed"
 		[ -z "$why" ] && ! msg=$(insmod "$MW_KO" ${MW_KO_ARGS:-} 2>&1) &&

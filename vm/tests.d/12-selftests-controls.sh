@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Guest: negative controls of the invalidation-source and soak selftests
+# (their positive runs are part of 10-selftests.sh). Each must fail in the
+# expected way, proving that those tests can fail:
+#  - sources_test, hugetlb fixture, every event reported one page off
+#    (MWT_MUTATE=1): the three tests that check an event fail, the control
+#    that expects none (a hugetlb fault) passes;
+#  - soak_test with MWT_SOAK_CONTROL=1 (the munmap whose effect it checks is
+#    left out) fails.
+# MW_TIMEOUT=120
+set -u
+BIN=${MW_TOP:?}/build/tests/selftests
+export MWT_REQUIRE_DEVICE=1
+fail=0 n=0
+tap() { # ok|not-ok description
+	n=$((n + 1))
+	if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi
+}
+echo "TAP version 13"
+echo "1..2"
+
+out=$(MWT_FIXTURES=hugetlb MWT_MUTATE=1 "$BIN/sources_test" 2>&1)
+printf '%s\n' "$out" | grep -E '^(not )?ok ' | grep -v 'not in MWT_FIXTURES' | sed 's/^/#   mutated: /'
+tot=$(printf '%s\n' "$out" | grep '^# Totals:')
+if [[ "$tot" == "# Totals: pass:1 fail:3 "* ]] &&
+	printf '%s\n' "$out" | grep -q '^ok .* hugetlb.control_fault_in$'; then
+	tap ok "sources.mutated_events_fail ($tot)"
+else
+	tap not-ok "sources.mutated_events_fail (expected pass:1 fail:3, got: $tot)"
+fi
+
+out=$(MWT_SOAK_CONTROL=1 MWT_SOAK_SECS=3 MWT_SOAK_PROCS=2 MWT_SOAK_THREADS=2 "$BIN/soak_test" 2>&1)
+rc=$?
+bad=$(printf '%s\n' "$out" | grep -c 'munmap of a watched page left it valid')
+if [ $rc != 0 ] && [ "$bad" -gt 0 ]; then
+	tap ok "soak.control_without_munmap_fails (exit $rc, $bad missed invalidations reported)"
+else
+	tap not-ok "soak.control_without_munmap_fails (exit $rc, $bad reports)"
+	printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'
+fi
+exit $fail
