@@ -23,7 +23,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cudaTypedefs.h>
 #include "smc_internal.h"
 
 struct mw_cu mw_cu;

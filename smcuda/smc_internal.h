@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 

@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mwtd.h"
 
 #define EXPORT __attribute__((visibility("default")))

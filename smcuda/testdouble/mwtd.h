@@ -19,7 +19,7 @@
 #ifndef MWTD_H
 #define MWTD_H
 
-#include <cuda.h>
+#include "cu_api.h"
 
 #define MWTD_KIND_DEVICE 0	/* cuMemAlloc: legacy IPC capable */
 #define MWTD_KIND_POOL 1	/* cuMemAllocAsync: stream-ordered pool */

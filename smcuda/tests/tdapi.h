@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mwtd.h"
 
 struct tdapi {
