@@ -12,7 +12,7 @@ PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
 .PHONY: all modules user check check-host check-vm bench demo setup \
-	install clean checkpatch
+	install uninstall live-refresh clean checkpatch
 
 all: modules user
 
@@ -57,11 +57,46 @@ demo: setup
 checkpatch:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) checkpatch
 
-install:
-	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install
-	@set -e; for p in $(PARTS); do \
-		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) install; fi; \
+# Administrators: `make && sudo make install` (PREFIX=/usr/local, KVER =
+# the running kernel). install builds first, so a failed build installs
+# nothing; every part installs into a staging tree, whose file list becomes
+# the manifest `make uninstall` removes. Only without DESTDIR does it run
+# depmod, udevadm and ldconfig on the live system.
+STAGE := $(BUILD)/stage
+MANIFEST = $(PREFIX)/share/mmuwatch/install-manifest
+INSTALL_PARTS := kmod $(PARTS) man
+install: all
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install-check-headers
+	@rm -rf $(STAGE)
+	@set -e; for p in $(INSTALL_PARTS); do \
+		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory \
+			TOP=$(TOP) DESTDIR=$(STAGE) install >/dev/null; fi; \
 	done
+	@mkdir -p $(STAGE)$(dir $(MANIFEST))
+	@(cd $(STAGE) && find . ! -type d | sed 's|^\.||' | sort; \
+		echo $(MANIFEST); \
+		find . -mindepth 1 -type d | sed 's|^\.||' | sort -r | \
+		while read -r d; do [ -e "$(DESTDIR)$$d" ] || echo "d $$d"; done \
+		) > $(STAGE)$(MANIFEST)
+	@mkdir -p $(DESTDIR)/
+	@cp -dR --preserve=mode,links $(STAGE)/. $(DESTDIR)/
+	@grep -v '^d ' $(STAGE)$(MANIFEST) | sed 's|^|  INSTALL $(DESTDIR)|' 
+	@rm -rf $(STAGE)
+	@$(MAKE) --no-print-directory live-refresh
+
+uninstall:
+	@test -f $(DESTDIR)$(MANIFEST) || \
+		{ echo "uninstall: no $(DESTDIR)$(MANIFEST) (not installed with this PREFIX?)" >&2; exit 1; }
+	@cp $(DESTDIR)$(MANIFEST) $(BUILD)/uninstall-manifest
+	@while read -r f; do case "$$f" in \
+		"d "*) rmdir "$(DESTDIR)$${f#d }" 2>/dev/null || true ;; \
+		*) echo "  RM      $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f" ;; \
+		esac; done < $(BUILD)/uninstall-manifest
+	@$(MAKE) --no-print-directory live-refresh
+
+live-refresh:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) live-refresh
+	@if [ -z "$(DESTDIR)" ]; then echo "ldconfig"; ldconfig; fi
 
 clean:
 	rm -rf build/obj build/bin build/lib build/tests build/kmod build/vm
