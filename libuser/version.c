@@ -8,14 +8,14 @@
  */
 #include "mmuwatch/mmuwatch.h"
 
-#if !defined(MWU_VERSION_STR) || !defined(MWU_VERSION_MAJOR) || \
+#if !defined(MWU_VERSION_STR) || !defined(MWU_VERSION_MAJOR) ||                \
 	!defined(MWU_VERSION_MINOR) || !defined(MWU_VERSION_PATCH)
 #error "build with the version from kmod/VERSION (libuser/Makefile)"
 #endif
-_Static_assert(MW_VERSION == MW_VERSION_CODE(MWU_VERSION_MAJOR,
-					     MWU_VERSION_MINOR,
-					     MWU_VERSION_PATCH),
-	       "include/mmuwatch/mmuwatch.h MW_VERSION_* differ from kmod/VERSION");
+_Static_assert(
+	MW_VERSION == MW_VERSION_CODE(MWU_VERSION_MAJOR, MWU_VERSION_MINOR,
+				      MWU_VERSION_PATCH),
+	"include/mmuwatch/mmuwatch.h MW_VERSION_* differ from kmod/VERSION");
 
 MW_API unsigned mw_version(const char **str)
 {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 /* Enumerators: name, value. One list per enum (checked one by one). */
+/* clang-format off */
 #define MWS_CU_RESULTS(X) \
 	X(CUDA_SUCCESS, 0) X(CUDA_ERROR_INVALID_VALUE, 1) \
 	X(CUDA_ERROR_OUT_OF_MEMORY, 2) X(CUDA_ERROR_NOT_INITIALIZED, 3) \
@@ -66,6 +67,8 @@
 	MWS_CU_GPA_FLAGS(X) MWS_CU_GPA_RESULTS(X) MWS_CU_STREAM_FLAGS(X) \
 	MWS_CU_EVENT_FLAGS(X) MWS_CU_IPC_FLAGS(X)
 
+/* clang-format on */
+
 /* The IPC handle is an opaque 64-byte blob passed by value. */
 #define MWS_CU_IPC_HANDLE_BYTES 64
 
@@ -73,7 +76,7 @@
 #ifndef MWS_CU_CHECK
 #define MWS_CU_ENUMERATOR(name, value) name = value,
 /* The driver ABI level these declarations describe (driver reports >=). */
-#define CUDA_VERSION 13000
+#define CUDA_VERSION	   13000
 #define CU_IPC_HANDLE_SIZE MWS_CU_IPC_HANDLE_BYTES
 #define CUDAAPI
 
@@ -105,18 +108,17 @@ typedef struct CUipcMemHandle_st CUipcMemHandle;
 typedef enum cudaError_enum CUresult;
 typedef enum CUpointer_attribute_enum CUpointer_attribute;
 typedef enum CUmemorytype_enum CUmemorytype;
-typedef enum CUdriverProcAddressQueryResult_enum
-	CUdriverProcAddressQueryResult;
+typedef enum CUdriverProcAddressQueryResult_enum CUdriverProcAddressQueryResult;
 
 /* Entry points whose default (legacy-stream) symbol is a versioned name. */
 #define cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease_v2
-#define cuMemAlloc cuMemAlloc_v2
-#define cuMemFree cuMemFree_v2
-#define cuMemGetAddressRange cuMemGetAddressRange_v2
-#define cuIpcOpenMemHandle cuIpcOpenMemHandle_v2
-#define cuStreamDestroy cuStreamDestroy_v2
-#define cuEventDestroy cuEventDestroy_v2
-#define cuGetProcAddress cuGetProcAddress_v2
+#define cuMemAlloc		  cuMemAlloc_v2
+#define cuMemFree		  cuMemFree_v2
+#define cuMemGetAddressRange	  cuMemGetAddressRange_v2
+#define cuIpcOpenMemHandle	  cuIpcOpenMemHandle_v2
+#define cuStreamDestroy		  cuStreamDestroy_v2
+#define cuEventDestroy		  cuEventDestroy_v2
+#define cuGetProcAddress	  cuGetProcAddress_v2
 
 /* Prototypes: the test double implements them, the link test calls them. */
 CUresult CUDAAPI cuInit(unsigned int flags);
@@ -140,8 +142,8 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize,
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attr,
 				       CUdeviceptr ptr);
 CUresult CUDAAPI cuPointerGetAttributes(unsigned int n,
-					CUpointer_attribute *attrs,
-					void **data, CUdeviceptr ptr);
+					CUpointer_attribute *attrs, void **data,
+					CUdeviceptr ptr);
 CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr);
 CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
 				    unsigned int flags);
@@ -165,35 +167,39 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version,
  * Entry-point types per ABI version, named as the driver's PFN_* types:
  * cuGetProcAddress is asked for exactly these versions (cu_loader.c).
  */
-typedef CUresult (CUDAAPI *PFN_cuDriverGetVersion_v2020)(int *version);
-typedef CUresult (CUDAAPI *PFN_cuCtxGetCurrent_v4000)(CUcontext *pctx);
-typedef CUresult (CUDAAPI *PFN_cuCtxSetCurrent_v4000)(CUcontext ctx);
-typedef CUresult (CUDAAPI *PFN_cuPointerGetAttributes_v7000)(
+typedef CUresult(CUDAAPI *PFN_cuDriverGetVersion_v2020)(int *version);
+typedef CUresult(CUDAAPI *PFN_cuCtxGetCurrent_v4000)(CUcontext *pctx);
+typedef CUresult(CUDAAPI *PFN_cuCtxSetCurrent_v4000)(CUcontext ctx);
+typedef CUresult(CUDAAPI *PFN_cuPointerGetAttributes_v7000)(
 	unsigned int n, CUpointer_attribute *attrs, void **data,
 	CUdeviceptr ptr);
-typedef CUresult (CUDAAPI *PFN_cuIpcGetMemHandle_v4010)(
-	CUipcMemHandle *handle, CUdeviceptr dptr);
-typedef CUresult (CUDAAPI *PFN_cuIpcOpenMemHandle_v11000)(
-	CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags);
-typedef CUresult (CUDAAPI *PFN_cuIpcCloseMemHandle_v4010)(CUdeviceptr dptr);
-typedef CUresult (CUDAAPI *PFN_cuMemcpyAsync_v4000)(
-	CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
-typedef CUresult (CUDAAPI *PFN_cuStreamCreate_v2000)(CUstream *stream,
-						     unsigned int flags);
-typedef CUresult (CUDAAPI *PFN_cuStreamSynchronize_v2000)(CUstream stream);
-typedef CUresult (CUDAAPI *PFN_cuStreamDestroy_v4000)(CUstream stream);
-typedef CUresult (CUDAAPI *PFN_cuEventCreate_v2000)(CUevent *event,
+typedef CUresult(CUDAAPI *PFN_cuIpcGetMemHandle_v4010)(CUipcMemHandle *handle,
+						       CUdeviceptr dptr);
+typedef CUresult(CUDAAPI *PFN_cuIpcOpenMemHandle_v11000)(CUdeviceptr *pdptr,
+							 CUipcMemHandle handle,
+							 unsigned int flags);
+typedef CUresult(CUDAAPI *PFN_cuIpcCloseMemHandle_v4010)(CUdeviceptr dptr);
+typedef CUresult(CUDAAPI *PFN_cuMemcpyAsync_v4000)(CUdeviceptr dst,
+						   CUdeviceptr src, size_t n,
+						   CUstream stream);
+typedef CUresult(CUDAAPI *PFN_cuStreamCreate_v2000)(CUstream *stream,
 						    unsigned int flags);
-typedef CUresult (CUDAAPI *PFN_cuEventRecord_v2000)(CUevent event,
-						    CUstream stream);
-typedef CUresult (CUDAAPI *PFN_cuEventQuery_v2000)(CUevent event);
-typedef CUresult (CUDAAPI *PFN_cuEventSynchronize_v2000)(CUevent event);
-typedef CUresult (CUDAAPI *PFN_cuEventDestroy_v4000)(CUevent event);
-typedef CUresult (CUDAAPI *PFN_cuDeviceCanAccessPeer_v4000)(
-	int *can, CUdevice dev, CUdevice peer);
-typedef CUresult (CUDAAPI *PFN_cuGetProcAddress_v11030)(
-	const char *symbol, void **pfn, int version, cuuint64_t flags);
-typedef CUresult (CUDAAPI *PFN_cuGetProcAddress_v12000)(
+typedef CUresult(CUDAAPI *PFN_cuStreamSynchronize_v2000)(CUstream stream);
+typedef CUresult(CUDAAPI *PFN_cuStreamDestroy_v4000)(CUstream stream);
+typedef CUresult(CUDAAPI *PFN_cuEventCreate_v2000)(CUevent *event,
+						   unsigned int flags);
+typedef CUresult(CUDAAPI *PFN_cuEventRecord_v2000)(CUevent event,
+						   CUstream stream);
+typedef CUresult(CUDAAPI *PFN_cuEventQuery_v2000)(CUevent event);
+typedef CUresult(CUDAAPI *PFN_cuEventSynchronize_v2000)(CUevent event);
+typedef CUresult(CUDAAPI *PFN_cuEventDestroy_v4000)(CUevent event);
+typedef CUresult(CUDAAPI *PFN_cuDeviceCanAccessPeer_v4000)(int *can,
+							   CUdevice dev,
+							   CUdevice peer);
+typedef CUresult(CUDAAPI *PFN_cuGetProcAddress_v11030)(const char *symbol,
+						       void **pfn, int version,
+						       cuuint64_t flags);
+typedef CUresult(CUDAAPI *PFN_cuGetProcAddress_v12000)(
 	const char *symbol, void **pfn, int version, cuuint64_t flags,
 	CUdriverProcAddressQueryResult *status);
 

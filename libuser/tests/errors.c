@@ -27,9 +27,10 @@ static void check(int ok, const char *what)
 int main(void)
 {
 	static const int codes[] = {
-		MW_EINVAL, MW_ERANGE, MW_EFLAGS, MW_ENOMEM, MW_EFOREIGN,
-		MW_EFINALIZED, MW_ENOSYS, MW_EREG, MW_ELIMIT, MW_EFORKED,
-		MW_EBUSY, MW_EDEVICE, MW_ENOSPC, MW_ECALLBACKS,
+		MW_EINVAL,   MW_ERANGE,	    MW_EFLAGS, MW_ENOMEM,
+		MW_EFOREIGN, MW_EFINALIZED, MW_ENOSYS, MW_EREG,
+		MW_ELIMIT,   MW_EFORKED,    MW_EBUSY,  MW_EDEVICE,
+		MW_ENOSPC,   MW_ECALLBACKS,
 	};
 	const unsigned n = sizeof(codes) / sizeof(codes[0]);
 	const char *vs = NULL;
@@ -40,15 +41,15 @@ int main(void)
 		in_range &= codes[i] < 0 && codes[i] >= MW_ERR_MIN;
 		for (unsigned j = i + 1; j < n; j++)
 			distinct &= codes[i] != codes[j] &&
-				strcmp(mw_strerror(codes[i]),
-				       mw_strerror(codes[j])) != 0;
+				    strcmp(mw_strerror(codes[i]),
+					   mw_strerror(codes[j])) != 0;
 	}
 	check(in_range, "every MW_E* is a negative errno value");
 	check(distinct, "every MW_E* has its own value and text");
 	check(!strcmp(mw_strerror(-EACCES), strerrordesc_np(EACCES)),
 	      "a passed-through errno (-EACCES) is named by mw_strerror");
 	check(!strcmp(mw_strerror(-5000), "unknown error code") &&
-	      !strcmp(mw_strerror(7), "unknown error code"),
+		      !strcmp(mw_strerror(7), "unknown error code"),
 	      "negative control: outside the errno range is unknown");
 
 	check(mw_version(&vs) == MW_VERSION && vs,
@@ -59,13 +60,15 @@ int main(void)
 	      "mw_version() string starts with MAJOR.MINOR");
 
 	if (access("/dev/mmuwatch", F_OK) == 0) {
-		printf("ok - # SKIP /dev/mmuwatch exists (the VM test checks EACCES)\n");
+		printf("ok - # SKIP /dev/mmuwatch exists (the VM test checks "
+		       "EACCES)\n");
 	} else {
 		setenv("MMUWATCH_SOURCE", "kernel", 1);
 		ret = mw_init();
-		printf("# forced kernel source: %d (%s)\n", ret, mw_strerror(ret));
-		check(ret == -ENOENT,
-		      "forced kernel source without the device: -ENOENT, the open's errno");
+		printf("# forced kernel source: %d (%s)\n", ret,
+		       mw_strerror(ret));
+		check(ret == -ENOENT, "forced kernel source without the "
+				      "device: -ENOENT, the open's errno");
 	}
 	return fails ? 1 : 0;
 }

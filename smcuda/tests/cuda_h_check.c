@@ -15,7 +15,7 @@
 #define MWS_CU_CHECK
 #include "cu_api.h"
 
-#define SAME_VALUE(name, value) \
+#define SAME_VALUE(name, value)                                                \
 	_Static_assert((long long)(name) == (value), #name);
 MWS_CU_ALL_ENUMS(SAME_VALUE)
 
