@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # mmuwatch: top-level build. `make` builds everything, `make check` runs
 # every test (host tests, then the VM bench on each test kernel), `make demo`
 # runs the main job, `make bench` the benchmarks.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * libmmuwatch core: initialisation, choice of the event source, finalize
  * and fork handling.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Kernel event source: one /dev/mmuwatch context per process, its validity
  * words and event ring mapped here. Every function but open/close runs with

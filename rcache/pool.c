@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Region pool. Chunks are mapped once and never unmapped: a lookup that
  * raced with a free still reads region memory, and its CAS on the state

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Per-thread state of the cache: the lookup cache and the hold table (see
  * internal.h for the protocol). Threads register their state once; at

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * io_uring fixed-buffer backend: a sparse buffer table registered once,
  * one slot per region (io_uring_register_buffers_update_tag). The kernel

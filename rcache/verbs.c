@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* verbs backend: one ibv_reg_mr per region on the caller's PD. */
 #include <stdlib.h>
 #include <infiniband/verbs.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Lazy CUDA driver loading. The driver is dlopen'ed only when a buffer
  * might be GPU memory, and only if the application already loaded it

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libmmuwatch: memory-registration caching that stays correct when the
  * application unmaps or replaces memory.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # `make install DESTDIR=<tmp> PREFIX=/usr`, then build the README example
 # (libuser/example.c) against that installed copy only, through its
 # pkg-config file (PKG_CONFIG_SYSROOT_DIR + PKG_CONFIG_LIBDIR), shared and

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * rcache benchmark against UCX's ucs_rcache (libucx 1.13) in the same run,
  * both with a no-op registration backend:

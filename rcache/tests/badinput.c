@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* Bad input gets clear error codes, never a crash. TAP. */
 #include <stdint.h>
 

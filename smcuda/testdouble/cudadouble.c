@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * TEST DOUBLE of the CUDA driver API, for machines without a GPU. Built as
  * a test-only libcuda.so.1 and loaded in place of the real driver; it

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test-control API of the CUDA driver test double (libcuda.so.1 built from
  * cudadouble.c). Test-only: these functions exist only in the double.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # smcuda host tests. Needs TESTBIN and MMUWATCH_CUDA_LIB (the test double).
 set -u
 fail=0

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test helpers: the CUDA test double loaded at run time, checks, patterns. */
 #ifndef MW_SMC_TDAPI_H
 #define MW_SMC_TDAPI_H
