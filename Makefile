@@ -9,11 +9,11 @@ include mk/common.mk
 # rcache and smcuda into libmmuwatch; the rest link libmmuwatch. Built one
 # after the other (each part's own make may still run in parallel), and
 # never as make targets of their own: `bench` and `demo` are also targets.
-PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi
+PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi man
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
 .PHONY: all modules user check check-host check-vm bench demo setup \
-	install uninstall live-refresh clean checkpatch
+	install uninstall live-refresh deb clean checkpatch
 
 all: modules user
 
@@ -65,7 +65,7 @@ checkpatch:
 # depmod, udevadm and ldconfig on the live system.
 STAGE := $(BUILD)/stage
 MANIFEST = $(PREFIX)/share/mmuwatch/install-manifest
-INSTALL_PARTS := kmod $(PARTS) man
+INSTALL_PARTS := kmod $(PARTS)
 install: all
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install-check-headers
 	@rm -rf $(STAGE)
@@ -98,6 +98,33 @@ uninstall:
 live-refresh:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) live-refresh
 	@if [ -z "$(DESTDIR)" ]; then echo "ldconfig"; ldconfig; fi
+
+# Debian packages (debian/): dpkg-buildpackage -us -uc -b on a copy of the
+# tree (the files git knows, committed or not), so the .debs land in
+# build/deb/ and not next to the repository; then lintian.
+VERSION := $(strip $(shell cat kmod/VERSION))
+DEBSRC := $(BUILD)/deb/src/mmuwatch-$(VERSION)
+deb:
+	@rm -rf $(BUILD)/deb && mkdir -p $(DEBSRC)
+	@if git rev-parse >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 -I{} sh -c '[ ! -e "{}" ] || echo "{}"' | \
+		tar -c -T - | tar -x -C $(DEBSRC); \
+	else tar -c --exclude=./build . | tar -x -C $(DEBSRC); fi
+	@echo "  DEB     dpkg-buildpackage -us -uc -b (log: $(BUILD)/deb/build.log)"
+	@cd $(DEBSRC) && dpkg-buildpackage -us -uc -b > $(BUILD)/deb/build.log 2>&1 || \
+		{ tail -30 $(BUILD)/deb/build.log >&2; exit 1; }
+	@mv $(BUILD)/deb/src/*.deb $(BUILD)/deb/src/*.changes \
+		$(BUILD)/deb/src/*.buildinfo $(BUILD)/deb/
+	@rm -rf $(BUILD)/deb/src
+	@for d in $(BUILD)/deb/*.deb; do echo "  DEB     $$d"; done
+	@echo "  LINTIAN (log: $(BUILD)/deb/lintian.log)"
+	@lintian --info --display-info --pedantic $(BUILD)/deb/*.changes \
+		> $(BUILD)/deb/lintian.log 2>&1; \
+	if grep -q '^[EW]:' $(BUILD)/deb/lintian.log; then \
+		grep '^[EW]:' $(BUILD)/deb/lintian.log >&2; \
+		echo "deb: lintian errors or warnings" >&2; exit 1; fi; \
+	echo "  LINTIAN no errors or warnings ($$(grep -c '^[IPX]:' $(BUILD)/deb/lintian.log) info/pedantic tags: $(BUILD)/deb/lintian.log)"
 
 clean:
 	rm -rf build/obj build/bin build/lib build/tests build/kmod build/vm
