@@ -29,11 +29,29 @@ user:
 		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; fi; \
 	done
 
+# check, bench and demo print one line per stage (result, time, counts,
+# log file) and end with a table stage x kernel (tools/stage.sh,
+# tools/summary.sh); full outputs go to build/logs/<target>/. A failed
+# build stops there; other failing stages do not stop the rest.
+LOGS := $(BUILD)/logs
+RUNSTAGE = tools/stage.sh $$d/summary.tsv
+START = d=$(LOGS)/$(1); rm -rf $$d; mkdir -p $$d; \
+	echo "make $(1): one line per stage, full logs in $$d/"; \
+	$(RUNSTAGE) build host $$d/build.log -- $(MAKE) --no-print-directory all || \
+		{ tools/summary.sh $$d/summary.tsv "make $(1)"; exit 1; }
+# Per-script results of a VM stage, one line each.
+VMLINES = sed 's/^/           /' $(BUILD)/vm/$(1)-$(2)/suite.txt 2>/dev/null
+
 check: setup
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory check-host
-	@$(MAKE) --no-print-directory check-vm
-	@echo "make check: all tests passed"
+	@$(call START,check); \
+	for p in kmod $(PARTS); do [ -f $$p/Makefile ] || continue; \
+		$(RUNSTAGE) host-$$p host $$d/host-$$p.log -- \
+			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; done; \
+	$(RUNSTAGE) deb host $$d/deb.log -- $(MAKE) --no-print-directory deb; \
+	for k in $(KVERS); do \
+		$(RUNSTAGE) vm-check $$k $$d/vm-$$k.log -- vm/check.sh $$k; \
+		$(call VMLINES,check,$$k); done; \
+	tools/summary.sh $$d/summary.tsv "make check"
 
 check-host:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) check
@@ -45,15 +63,27 @@ check-vm:
 	@vm/check.sh $(KVERS)
 
 bench: setup
-	@$(MAKE) --no-print-directory all
-	@set -e; for p in $(PARTS); do \
-		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) bench; fi; \
-	done
-	@vm/bench.sh $(KVER_DEFAULT)
+	@$(call START,bench); \
+	for p in $(PARTS); do [ -f $$p/Makefile ] || continue; \
+		$(RUNSTAGE) bench-$$p host $$d/bench-$$p.log -- \
+			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) bench; done; \
+	$(RUNSTAGE) vm-bench $(KVER_DEFAULT) $$d/vm-$(KVER_DEFAULT).log -- \
+		vm/bench.sh $(KVER_DEFAULT); \
+	$(call VMLINES,bench,$(KVER_DEFAULT)); \
+	grep -h '^ *RESULT ' $$d/*.log $(BUILD)/vm/bench-$(KVER_DEFAULT)/*.out \
+		2>/dev/null | sed 's/^ *//' > $$d/results.txt; \
+	echo "  $$(wc -l < $$d/results.txt) RESULT lines: $$d/results.txt"; \
+	$(RUNSTAGE) plots host $$d/plots.log -- tools/bench-plots.sh $$d/results.txt \
+		$(BUILD)/bench; sed -n 's/^PLOT /  figure: /p' $$d/plots.log; \
+	tools/summary.sh $$d/summary.tsv "make bench"
 
+# The demo: the build out of sight (its log), then the demo itself on
+# screen (and in its log).
 demo: setup
-	@$(MAKE) --no-print-directory all
-	@vm/demo.sh $(KVER_DEFAULT)
+	@$(call START,demo); \
+	MW_STAGE_SHOW=1 $(RUNSTAGE) demo $(KVER_DEFAULT) $$d/demo.log -- \
+		vm/demo.sh $(KVER_DEFAULT); \
+	tools/summary.sh $$d/summary.tsv "make demo"
 
 checkpatch:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) checkpatch
@@ -71,10 +101,10 @@ install: all
 	@rm -rf $(STAGE)
 	@set -e; for p in $(INSTALL_PARTS); do \
 		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory \
-			TOP=$(TOP) DESTDIR=$(STAGE) install >/dev/null; fi; \
+			TOP=$(TOP) DESTDIR=$(RUNSTAGE) install >/dev/null; fi; \
 	done
 	@mkdir -p $(STAGE)$(dir $(MANIFEST))
-	@(cd $(STAGE) && find . ! -type d | sed 's|^\.||' | sort; \
+	@(cd $(RUNSTAGE) && find . ! -type d | sed 's|^\.||' | sort; \
 		echo $(MANIFEST); \
 		find . -mindepth 1 -type d | sed 's|^\.||' | sort -r | \
 		while read -r d; do [ -e "$(DESTDIR)$$d" ] || echo "d $$d"; done \
