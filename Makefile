@@ -101,11 +101,10 @@ install: all
 	@rm -rf $(STAGE)
 	@set -e; for p in $(INSTALL_PARTS); do \
 		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory \
-			TOP=$(TOP) DESTDIR=$(RUNSTAGE) install >/dev/null; fi; \
+			TOP=$(TOP) DESTDIR=$(STAGE) install >/dev/null; fi; \
 	done
 	@mkdir -p $(STAGE)$(dir $(MANIFEST))
-	@(cd $(RUNSTAGE) && find . ! -type d | sed 's|^\.||' | sort; \
-		echo $(MANIFEST); \
+	@(cd $(STAGE) && find . ! -type d | sed 's|^\.||' | sort; \
 		find . -mindepth 1 -type d | sed 's|^\.||' | sort -r | \
 		while read -r d; do [ -e "$(DESTDIR)$$d" ] || echo "d $$d"; done \
 		) > $(STAGE)$(MANIFEST)
