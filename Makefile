@@ -47,6 +47,7 @@ check: setup
 	for p in kmod $(PARTS); do [ -f $$p/Makefile ] || continue; \
 		$(RUNSTAGE) host-$$p host $$d/host-$$p.log -- \
 			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; done; \
+	$(RUNSTAGE) install host $$d/install.log -- tools/install-check.sh $(KVER_DEFAULT); \
 	$(RUNSTAGE) deb host $$d/deb.log -- $(MAKE) --no-print-directory deb; \
 	for k in $(KVERS); do \
 		$(RUNSTAGE) vm-check $$k $$d/vm-$$k.log -- vm/check.sh $$k; \
@@ -95,14 +96,20 @@ checkpatch:
 # depmod, udevadm and ldconfig on the live system.
 STAGE := $(BUILD)/stage
 MANIFEST = $(PREFIX)/share/mmuwatch/install-manifest
-INSTALL_PARTS := kmod $(PARTS)
-install: all
+# What is installed, built first in this order (not the VM tests,
+# benchmarks or demo: a node needs only these); any build failure stops
+# before anything is installed.
+INSTALL_PARTS := hooks rcache smcuda libuser tools mpi man
+install:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install-check-headers
-	@rm -rf $(STAGE)
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) \
+		$(BUILD)/kmod/$(or $(KVER),$(shell uname -r))/mmuwatch.ko
 	@set -e; for p in $(INSTALL_PARTS); do \
-		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory \
-			TOP=$(TOP) DESTDIR=$(STAGE) install >/dev/null; fi; \
-	done
+		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; done
+	@rm -rf $(STAGE)
+	@set -e; for p in kmod $(INSTALL_PARTS); do \
+		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) DESTDIR=$(STAGE) \
+			install >/dev/null; done
 	@mkdir -p $(STAGE)$(dir $(MANIFEST))
 	@(cd $(STAGE) && find . ! -type d | sed 's|^\.||' | sort; \
 		find . -mindepth 1 -type d | sed 's|^\.||' | sort -r | \
