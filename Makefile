@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # mmuwatch: top-level build. `make` builds everything, `make check` runs
 # every test (host tests, then the VM bench on each test kernel), `make demo`
 # runs the main job, `make bench` the benchmarks.
@@ -8,11 +9,11 @@ include mk/common.mk
 # rcache and smcuda into libmmuwatch; the rest link libmmuwatch. Built one
 # after the other (each part's own make may still run in parallel), and
 # never as make targets of their own: `bench` and `demo` are also targets.
-PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi
+PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi man
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
 .PHONY: all modules user check check-host check-vm bench demo setup \
-	install clean checkpatch
+	install uninstall live-refresh deb clean checkpatch
 
 all: modules user
 
@@ -28,11 +29,30 @@ user:
 		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; fi; \
 	done
 
+# check, bench and demo print one line per stage (result, time, counts,
+# log file) and end with a table stage x kernel (tools/stage.sh,
+# tools/summary.sh); full outputs go to build/logs/<target>/. A failed
+# build stops there; other failing stages do not stop the rest.
+LOGS := $(BUILD)/logs
+RUNSTAGE = tools/stage.sh $$d/summary.tsv
+START = d=$(LOGS)/$(1); rm -rf $$d; mkdir -p $$d; \
+	echo "make $(1): one line per stage, full logs in $$d/"; \
+	$(RUNSTAGE) build host $$d/build.log -- $(MAKE) --no-print-directory all || \
+		{ tools/summary.sh $$d/summary.tsv "make $(1)"; exit 1; }
+# Per-script results of a VM stage, one line each.
+VMLINES = sed 's/^/           /' $(BUILD)/vm/$(1)-$(2)/suite.txt 2>/dev/null
+
 check: setup
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory check-host
-	@$(MAKE) --no-print-directory check-vm
-	@echo "make check: all tests passed"
+	@$(call START,check); \
+	for p in kmod $(PARTS); do [ -f $$p/Makefile ] || continue; \
+		$(RUNSTAGE) host-$$p host $$d/host-$$p.log -- \
+			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; done; \
+	$(RUNSTAGE) install host $$d/install.log -- tools/install-check.sh $(KVER_DEFAULT); \
+	$(RUNSTAGE) deb host $$d/deb.log -- $(MAKE) --no-print-directory deb; \
+	for k in $(KVERS); do \
+		$(RUNSTAGE) vm-check $$k $$d/vm-$$k.log -- vm/check.sh $$k; \
+		$(call VMLINES,check,$$k); done; \
+	tools/summary.sh $$d/summary.tsv "make check"
 
 check-host:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) check
@@ -45,24 +65,103 @@ check-vm:
 	@vm/check-numa.sh $(KVERS)
 
 bench: setup
-	@$(MAKE) --no-print-directory all
-	@set -e; for p in $(PARTS); do \
-		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) bench; fi; \
-	done
-	@vm/bench.sh $(KVER_DEFAULT)
+	@$(call START,bench); \
+	for p in $(PARTS); do [ -f $$p/Makefile ] || continue; \
+		$(RUNSTAGE) bench-$$p host $$d/bench-$$p.log -- \
+			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) bench; done; \
+	$(RUNSTAGE) vm-bench $(KVER_DEFAULT) $$d/vm-$(KVER_DEFAULT).log -- \
+		vm/bench.sh $(KVER_DEFAULT); \
+	$(call VMLINES,bench,$(KVER_DEFAULT)); \
+	grep -h '^ *RESULT ' $$d/*.log $(BUILD)/vm/bench-$(KVER_DEFAULT)/*.out \
+		2>/dev/null | sed 's/^ *//' > $$d/results.txt; \
+	echo "  $$(wc -l < $$d/results.txt) RESULT lines: $$d/results.txt"; \
+	$(RUNSTAGE) plots host $$d/plots.log -- tools/bench-plots.sh $$d/results.txt \
+		$(BUILD)/bench; sed -n 's/^PLOT /  figure: /p' $$d/plots.log; \
+	tools/summary.sh $$d/summary.tsv "make bench"
 
+# The demo: the build out of sight (its log), then the demo itself on
+# screen (and in its log).
 demo: setup
-	@$(MAKE) --no-print-directory all
-	@vm/demo.sh $(KVER_DEFAULT)
+	@$(call START,demo); \
+	MW_STAGE_SHOW=1 $(RUNSTAGE) demo $(KVER_DEFAULT) $$d/demo.log -- \
+		vm/demo.sh $(KVER_DEFAULT); \
+	tools/summary.sh $$d/summary.tsv "make demo"
 
 checkpatch:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) checkpatch
 
+# Administrators: `make && sudo make install` (PREFIX=/usr/local, KVER =
+# the running kernel). install builds first, so a failed build installs
+# nothing; every part installs into a staging tree, whose file list becomes
+# the manifest `make uninstall` removes. Only without DESTDIR does it run
+# depmod, udevadm and ldconfig on the live system.
+STAGE := $(BUILD)/stage
+MANIFEST = $(PREFIX)/share/mmuwatch/install-manifest
+# What is installed, built first in this order (not the VM tests,
+# benchmarks or demo: a node needs only these); any build failure stops
+# before anything is installed.
+INSTALL_PARTS := hooks rcache smcuda libuser tools mpi man
 install:
-	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install
-	@set -e; for p in $(PARTS); do \
-		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) install; fi; \
-	done
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install-check-headers
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) \
+		$(BUILD)/kmod/$(or $(KVER),$(shell uname -r))/mmuwatch.ko
+	@set -e; for p in $(INSTALL_PARTS); do \
+		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; done
+	@rm -rf $(STAGE)
+	@set -e; for p in kmod $(INSTALL_PARTS); do \
+		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) DESTDIR=$(STAGE) \
+			install >/dev/null; done
+	@mkdir -p $(STAGE)$(dir $(MANIFEST))
+	@(cd $(STAGE) && find . ! -type d | sed 's|^\.||' | sort; \
+		find . -mindepth 1 -type d | sed 's|^\.||' | sort -r | \
+		while read -r d; do [ -e "$(DESTDIR)$$d" ] || echo "d $$d"; done \
+		) > $(STAGE)$(MANIFEST)
+	@mkdir -p $(DESTDIR)/
+	@cp -dR --preserve=mode,links $(STAGE)/. $(DESTDIR)/
+	@grep -v '^d ' $(STAGE)$(MANIFEST) | sed 's|^|  INSTALL $(DESTDIR)|' 
+	@rm -rf $(STAGE)
+	@$(MAKE) --no-print-directory live-refresh
+
+uninstall:
+	@test -f $(DESTDIR)$(MANIFEST) || \
+		{ echo "uninstall: no $(DESTDIR)$(MANIFEST) (not installed with this PREFIX?)" >&2; exit 1; }
+	@cp $(DESTDIR)$(MANIFEST) $(BUILD)/uninstall-manifest
+	@while read -r f; do case "$$f" in \
+		"d "*) rmdir "$(DESTDIR)$${f#d }" 2>/dev/null || true ;; \
+		*) echo "  RM      $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f" ;; \
+		esac; done < $(BUILD)/uninstall-manifest
+	@$(MAKE) --no-print-directory live-refresh
+
+live-refresh:
+	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) live-refresh
+	@if [ -z "$(DESTDIR)" ]; then echo "ldconfig"; ldconfig; fi
+
+# Debian packages (debian/): dpkg-buildpackage -us -uc -b on a copy of the
+# tree (the files git knows, committed or not), so the .debs land in
+# build/deb/ and not next to the repository; then lintian.
+VERSION := $(strip $(shell cat kmod/VERSION))
+DEBSRC := $(BUILD)/deb/src/mmuwatch-$(VERSION)
+deb:
+	@rm -rf $(BUILD)/deb && mkdir -p $(DEBSRC)
+	@if git rev-parse >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 -I{} sh -c '[ ! -e "{}" ] || echo "{}"' | \
+		tar -c -T - | tar -x -C $(DEBSRC); \
+	else tar -c --exclude=./build . | tar -x -C $(DEBSRC); fi
+	@echo "  DEB     dpkg-buildpackage -us -uc -b (log: $(BUILD)/deb/build.log)"
+	@cd $(DEBSRC) && dpkg-buildpackage -us -uc -b > $(BUILD)/deb/build.log 2>&1 || \
+		{ tail -30 $(BUILD)/deb/build.log >&2; exit 1; }
+	@mv $(BUILD)/deb/src/*.deb $(BUILD)/deb/src/*.changes \
+		$(BUILD)/deb/src/*.buildinfo $(BUILD)/deb/
+	@rm -rf $(BUILD)/deb/src
+	@for d in $(BUILD)/deb/*.deb; do echo "  DEB     $$d"; done
+	@echo "  LINTIAN (log: $(BUILD)/deb/lintian.log)"
+	@lintian --info --display-info --pedantic $(BUILD)/deb/*.changes \
+		> $(BUILD)/deb/lintian.log 2>&1; \
+	if grep -q '^[EW]:' $(BUILD)/deb/lintian.log; then \
+		grep '^[EW]:' $(BUILD)/deb/lintian.log >&2; \
+		echo "deb: lintian errors or warnings" >&2; exit 1; fi; \
+	echo "  LINTIAN no errors or warnings ($$(grep -c '^[IPX]:' $(BUILD)/deb/lintian.log) info/pedantic tags: $(BUILD)/deb/lintian.log)"
 
 clean:
 	rm -rf build/obj build/bin build/lib build/tests build/kmod build/vm

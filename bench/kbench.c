@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * mw-kbench: micro-benchmarks of the mmuwatch kernel module. Prints
  * "RESULT <name> <value> <unit>" lines; every timing is the median of many

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * kmod_demo: watches a few buffers through /dev/mmuwatch, changes them in
  * the ways that make a cached RDMA registration stale (and one way that

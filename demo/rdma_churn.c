@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * rdma_churn: two processes ping-pong over Soft-RoCE with RDMA WRITE, and
  * free + reallocate their send and receive buffers before every iteration

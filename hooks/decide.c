@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The install decision (leave-pinned matrix). Runs before any allocator is
  * chosen, possibly inside the very first malloc: it reads the environment

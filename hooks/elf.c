@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Reading the dynamic sections of loaded objects, malloc-free: symbol lookup
  * through the GNU (or SysV) hash table, and the relocation tables that the

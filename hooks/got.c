@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * GOT relocation. When we are not first in symbol order (linked into an MPI
  * library that the application links after libc), or an object binds its

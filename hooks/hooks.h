@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal interface between the user-space event source (hooks/) and the
  * library core (libuser/). Not installed; all symbols hidden.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Installation: decide (leave-pinned matrix), then install once and early
  * (libc entry patches, GOT relocation of every loaded object and of later

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared internals of hooks/ (all hidden). */
 #ifndef MW_HOOKS_INTERNAL_H
 #define MW_HOOKS_INTERNAL_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The exported interposition symbols. Whoever resolves malloc/free/... or
  * munmap/mremap/... to us (we are first in symbol order, or the GOT patcher

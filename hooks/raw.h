@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Raw Linux system calls. The hooks use these as "the originals": they never
  * go through libc (which we may have patched), never allocate and never touch

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The release path: every interceptor and the allocator call
  * mw_release_notify() before memory goes back to the OS. It runs in any

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Post-install self-test (the MX / Open MPI idea): allocate 4 MiB through
  * malloc, realloc and memalign as a normally linked object sees them (through

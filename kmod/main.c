@@ -185,6 +185,7 @@ static struct miscdevice mw_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "mmuwatch",
 	.fops = &mw_fops,
+	.mode = 0666,	/* any user: a context only watches its opener's mm */
 };
 
 static int __init mw_init(void)

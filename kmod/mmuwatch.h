@@ -16,7 +16,7 @@
 #include <linux/workqueue.h>
 #include <uapi/mmuwatch.h>
 
-#define MW_MODULE_VERSION "1.0"
+/* MW_MODULE_VERSION comes from kmod/VERSION (Kbuild), the one version. */
 
 /*
  * Every allocation a user triggers is charged to its memcg and fails with

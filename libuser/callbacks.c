@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Consumer release callbacks. Delivery may run inside a hook (inside
  * free()/munmap() of any thread), so the table is a fixed array read

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * libmmuwatch core: initialisation, choice of the event source, finalize
  * and fork handling.
@@ -107,8 +107,10 @@ static int choose_source(void)
 
 	if (env && *env) {
 		if (!strcmp(env, "kernel")) {
-			if (use_kernel("forced by MMUWATCH_SOURCE=kernel"))
-				return MW_EDEVICE;
+			int ret = use_kernel("forced by MMUWATCH_SOURCE=kernel");
+
+			if (ret)
+				return ret;	/* the open's errno */
 		} else if (!strcmp(env, "hooks")) {
 			if (use_hooks("forced by MMUWATCH_SOURCE=hooks"))
 				return MW_ENOSYS;
@@ -275,6 +277,8 @@ MW_API const char *mw_source_reason(void)
 
 MW_API const char *mw_strerror(int err)
 {
+	const char *s;
+
 	switch (err) {
 	case MW_OK: return "success";
 	case MW_EINVAL: return "invalid argument (NULL pointer or zero length)";
@@ -292,5 +296,8 @@ MW_API const char *mw_strerror(int err)
 	case MW_ENOSPC: return "no free watch slot";
 	case MW_ECALLBACKS: return "too many release callbacks";
 	}
-	return "unknown error code";
+	/* Any other errno a system or verbs call returned: its own text
+	 * (static, thread-safe, unlike strerror()). */
+	s = err < 0 && err >= MW_ERR_MIN ? strerrordesc_np(-err) : NULL;
+	return s ? s : "unknown error code";
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* example.c: reuse a buffer's memory registration through libmmuwatch's
  * cache, then free and reallocate the buffer (the case that breaks
  * caches without events). Uses the first RDMA device when there is one,

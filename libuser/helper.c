@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Helper thread: bounds how long an invalidated registration stays pinned
  * when the application stops calling the library. API calls already do a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internals of libmmuwatch shared by libuser/ and rcache/ (all hidden). */
 #ifndef MWU_INTERNAL_H
 #define MWU_INTERNAL_H

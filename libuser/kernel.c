@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Kernel event source: one /dev/mmuwatch context per process, its validity
  * words and event ring mapped here. Every function but open/close runs with
@@ -87,11 +87,11 @@ int mwu_kernel_open(void)
 	struct mmuwatch_setup su = { 0 };
 	struct mmuwatch_info info;
 	void *p;
-	int fd;
+	int fd, err = MW_EDEVICE;
 
 	fd = open(MMUWATCH_DEVICE, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return MW_EDEVICE;
+		return -errno;	/* ENOENT: no module; EACCES: device mode */
 	if (ioctl(fd, MMUWATCH_IOC_INFO, &info) ||
 	    info.abi_version != MMUWATCH_ABI_VERSION ||
 	    info.event_size != sizeof(struct mmuwatch_event) ||
@@ -116,6 +116,7 @@ int mwu_kernel_open(void)
 						  su.ring_entries / 2 : su.ring_entries;
 			continue;
 		}
+		err = -errno;
 		mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: SETUP: %s", strerror(errno));
 		goto fail;
 	}
@@ -144,12 +145,13 @@ int mwu_kernel_open(void)
 	K.tail = __atomic_load_n(&K.ring->tail, __ATOMIC_RELAXED);
 	return 0;
 fail_unmap:
+	err = -errno;
 	mwu_log(MWU_LOG_WARN, "/dev/mmuwatch: mmap: %s", strerror(errno));
 	unmap_all();
 fail:
 	close(fd);
 	K.fd = -1;
-	return MW_EDEVICE;
+	return err;
 }
 
 /* Every watch of a context that is going away reads as invalid. */
@@ -217,7 +219,7 @@ static int errno_to_mw(int e)
 	case ENOSPC: return MW_ENOSPC;
 	case ENOMEM: return MW_ENOMEM;
 	}
-	return MW_EDEVICE;
+	return e > 0 ? -e : MW_EDEVICE;	/* the ioctl's own errno */
 }
 
 #define KBATCH 64
@@ -313,7 +315,7 @@ int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n)
 					break;
 				/* ENOENT: it fired meanwhile; skip that one. */
 				if (errno != ENOENT)
-					ret = MW_EDEVICE;
+					ret = -errno;
 				off += b.done + 1;
 			}
 			m = 0;
@@ -390,7 +392,7 @@ int mwu_kernel_watch_all(int on)
 	/* Events of it still in the ring are delivered (harmless); its slot
 	 * id stays all_id, so they cannot fire the slot's next owner. */
 	if (ioctl(K.fd, MMUWATCH_IOC_UNWATCH, &u))
-		return MW_EDEVICE;
+		return -errno;
 	return 0;
 }
 

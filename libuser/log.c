@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* Diagnostics to stderr, level from MMUWATCH_LOG (0=errors .. 3=debug, or
  * error/warn/info/debug). */
 #include <stdarg.h>

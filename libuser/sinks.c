@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Sinks are the caches: the helper thread and API calls give each a bounded
  * amount of deferred work; fork handling walks them.

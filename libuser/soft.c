@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Hooks event source. The hook callback runs inside free()/munmap()/... of
  * any thread, so it only appends [start, end) to a lock-free log (one

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Statistics: global atomic counters for the slow paths, per-thread hit
  * counters (a shared counter would bounce a cache line on every hit), and

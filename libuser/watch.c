@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* Public watch API: dispatch to the active source under the core lock. */
 #include "libuser/internal.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared settings for every user-space part. Included by each part's Makefile
 # with TOP set to the repository root.
 TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
@@ -30,6 +31,8 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 # Kernels the VM bench tests; the setup script installs exactly these.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * MPI churn test: every iteration releases and reallocates the large send
  * and receive buffers, fills them with a per-iteration pattern, exchanges

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Glue core. libmmuwatch (a DT_NEEDED dependency of this library) owns the
  * event source: mw_init() picks kernel (/dev/mmuwatch), hooks (they are

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * libfabric memory monitor backed by libmmuwatch (libfabric >= 1.13 import
  * interface, rdma/fi_ext.h). Imported into libfabric's MR cache when this

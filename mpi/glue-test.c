@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * In-process test of the glue over the real libmmuwatch (no MPI, no RDMA):
  * the glue objects are linked into this program, so it can call the hidden

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host tests of mpi/ (no RDMA, no module): the range table and queue unit
 # test, the glue over the real libmmuwatch with the hooks source (UCX
 # forwarding in program order, overflow, fork), the glue loading into a

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The next ibv_reg_mr/ibv_dereg_mr in symbol order, for the interposers of
  * the glue (ucx_fwd.c) and of the registration counter (regcount.c).

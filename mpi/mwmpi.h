@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal interface of the MPI glue (libfabric memory monitor, UCX event
  * forwarding). Everything here is hidden. The glue is a client of

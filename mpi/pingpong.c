@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Latency and bandwidth sweep between ranks 0 and 1: ping-pong (half round
  * trip) and streaming (a window of back-to-back messages, then an ack) for

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Bounded MPMC queue of address ranges (D. Vyukov's bounded queue: one
  * sequence number per cell, producers and consumers claim positions with

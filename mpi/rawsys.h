@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Raw mmap/munmap the way Go's runtime or a JIT issue them: a bare syscall
  * instruction, never through libc, so no user-space hook (GOT patch, libc

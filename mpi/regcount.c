@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Registration counter: an LD_PRELOAD shim that counts ibv_reg_mr and
  * ibv_dereg_mr calls made by any MPI stack (libfabric, UCX, ...). It gives

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Host unit test of the watched-range table (subs.c) and the range queue
  * (rangeq.c). libmmuwatch's watch API is replaced by a fake source that

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Table of watched ranges: a fixed array of entries (never moved: each
  * embeds the struct mw_watch that libmmuwatch keeps a pointer to), a free

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * UCX communication entry points, interposed: before UCX looks a buffer up
  * in its registration cache, the glue delivers every release already seen

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * UCX forwarding: every release libmmuwatch sees (mw_release_cb_add: kernel
  * ring events, hook releases) goes to UCX's memory event dispatcher,

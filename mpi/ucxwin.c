@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Measures the window UCX has in kernel mode: time from a raw munmap of a
  * registered buffer (the kernel flips the watch synchronously) until UCX's

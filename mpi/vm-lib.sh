@@ -1,4 +1,4 @@
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced (bash) by vm/{tests,bench,demo}.d/60-mpi-*.sh inside the guest.
 # Brings up Soft-RoCE and defines how each MPI configuration is launched.
 # The exact environments are documented in mpi/README.md.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internals of the registration cache (all hidden). */
 #ifndef MWR_INTERNAL_H
 #define MWR_INTERNAL_H

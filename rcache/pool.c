@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Region pool. One address range is reserved (PROT_NONE, no memory) the
  * first time a region is needed, and chunks are made usable in order from

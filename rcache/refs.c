@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Per-thread state of the cache: the hold table of local references (see
  * internal.h for the protocol). Threads register their state once; at

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Treap of cached regions keyed by (start, end, address). Writers hold the
  * cache lock and make seq odd while they change links; readers walk without

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * io_uring fixed-buffer backend: a sparse buffer table registered once,
  * one slot per region (io_uring_register_buffers_update_tag). The kernel
@@ -40,7 +40,7 @@ static int uring_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 		pthread_mutex_lock(&u->lock);
 		u->free[u->nfree++] = slot;
 		pthread_mutex_unlock(&u->lock);
-		return MW_EREG;
+		return ret < 0 ? ret : MW_EREG;	/* liburing's -errno */
 	}
 	r->index = (int32_t)slot;
 	r->handle = u->ring;
@@ -98,7 +98,7 @@ MW_API int mw_uring_ops(struct io_uring *ring, unsigned nr_bufs,
 			nr_bufs, ret);
 		free(u->free);
 		free(u);
-		return MW_EREG;
+		return ret < 0 ? ret : MW_EREG;	/* liburing's -errno */
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	u->ring = ring;

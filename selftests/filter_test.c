@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Changes that keep the physical pages must not invalidate: mprotect,
  * soft-dirty clearing, and fork of a process whose watched pages are pinned.

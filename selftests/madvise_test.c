@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * madvise on a watched range: DONTNEED, FREE, REMOVE drop the pages and
  * must fire exactly one CLEAR event for the advised part of the watch;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /* Helpers shared by the mmuwatch selftests (see mwt.h). */
 #include <errno.h>
 #include <fcntl.h>

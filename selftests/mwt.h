@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the mmuwatch selftests: open a context, map its ring and
  * validity words, watch ranges, consume events, read sysfs counters.

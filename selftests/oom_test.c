@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * A process that holds watches is OOM-killed in a memory cgroup (cgroup v2,
  * small memory.max) while it keeps watching what it allocates. It passed

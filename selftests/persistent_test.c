@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Persistent watches (MMUWATCH_WATCH_F_PERSISTENT): not one-shot. Every
  * invalidation inside the watch queues one event clipped to it and the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * 8 threads race for a bounded time (MWT_RACE_SECS, default 4):
  * 5 workers watch/unwatch/munmap/madvise through a shared fd and through a

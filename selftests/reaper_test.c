@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Teardown through the OOM reaper's path: process_mrelease() reaps a dying
  * process's memory with non-blockable mmu notifiers (the path the OOM

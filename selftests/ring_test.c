@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The event ring: overflow of a tiny ring (sticky flag, lost count, words
  * still exact, RESET_OVERFLOW), garbage written into the user-writable

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Shared memory changed from outside: shmdt, and truncate / punch-hole of a
  * shared file mapping done by another process (the invalidation then runs

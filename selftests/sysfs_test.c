@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * The sysfs counters in /sys/kernel/mmuwatch move exactly as the
  * operations done here: contexts, active watches, watches_total,

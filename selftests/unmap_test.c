@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Unmapping a watched range in every way the address space can lose it:
  * munmap (whole, partial, spanning), raw syscall, MAP_FIXED over it,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * A victim process for the teardown tests (oom_test, reaper_test): it
  * passes its mmuwatch fd to the parent over a unix socket (SCM_RIGHTS),

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Victim process helpers for the teardown tests (see victim.c). */
 #ifndef MWT_VICTIM_H
 #define MWT_VICTIM_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Validity word semantics: a watch covers the pages its byte range touches
  * (unaligned ranges round out to pages, events are in page units and

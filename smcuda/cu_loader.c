@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Lazy CUDA driver loading. The driver is dlopen'ed only when a buffer
  * might be GPU memory, and only if the application already loaded it
@@ -23,7 +23,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cudaTypedefs.h>
 #include "smc_internal.h"
 
 struct mw_cu mw_cu;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Bounded ring of copies in flight, each followed by a completion event on
  * the channel's stream. Completion is taken strictly in order (only the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* SPSC FIFO: release on publish, acquire on observe. */
 #include <string.h>
 #include "fifo.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lock-free single-producer single-consumer FIFO of fixed-size cells,
  * placed in shared memory. The producer owns tail, the consumer head;

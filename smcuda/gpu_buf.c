@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * GPU buffer recognition by pointer attributes, and the channel's CUDA
  * context, stream and synchronous copies. Driver calls per buffer: none

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Per-peer cache of opened remote IPC handles, keyed by the remote base
  * and checked by buffer id: the peer may free and reallocate at the same

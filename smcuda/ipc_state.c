@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Per-peer CUDA IPC state machine. The side that first sends a GPU buffer
  * asks (REQ with its device); the peer answers NOTREADY if its CUDA side

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Rendezvous by job name in one shared segment (POSIX shm or a file in a
  * directory), rank slots, and peer liveness. A peer is dead when its pid is

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * smcuda internals shared by the channel's files. Not installed.
  */
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 

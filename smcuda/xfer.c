@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Message transfer per peer, in send order. Three paths:
  *  EAGER  payload inside the data FIFO cell (small host messages),

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Build the newest upstream anchors (benchmarks only; nothing links them into
 # the product) from the release tarballs in ../shared/anchors, once, into
 # build/anchors/<name>-<version>/ (a prefix with lib/ and include/), and print

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * mmuwatch-smoke: end-to-end smoke test of /dev/mmuwatch (run as root in
  * the VM with the module loaded). Prints TAP; every event line is also

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install every Debian package that building and testing mmuwatch needs on a
 # fresh Debian 12 machine. Idempotent and quiet when everything is present.
 # Resolves the two test kernels (a 6.1 and a 6.12) and records them in

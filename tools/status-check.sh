@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host test of mmuwatch-status against fake sysfs trees (no module needed).
 #   tools/status-check.sh path/to/mmuwatch-status
 # shellcheck disable=SC2016,SC2034 # check() evals its quoted conditions
@@ -69,17 +69,73 @@ check "malformed counter exits 1" '[ $rc = 1 ] && grep -q overflows "$T/err"'
 cp -r "$T/sys" "$T/neg"; echo "-1" > "$T/neg/kernel/mmuwatch/contexts"
 "$BIN" --sysfs "$T/neg" > /dev/null 2>&1; rc=$?
 check "negative counter exits 1" '[ $rc = 1 ]'
-cp -r "$T/sys" "$T/miss"; rm "$T/miss/module/mmuwatch/parameters/max_batch"
+cp -r "$T/sys" "$T/miss"; ln -s nowhere "$T/miss/module/mmuwatch/parameters/max_dangling"
 "$BIN" --sysfs "$T/miss" > /dev/null 2> "$T/err"; rc=$?
-check "missing parameter exits 1" '[ $rc = 1 ] && grep -q max_batch "$T/err"'
-cp -r "$T/sys" "$T/missf"; rm "$T/missf/kernel/mmuwatch/filtered"
-"$BIN" --sysfs "$T/missf" > /dev/null 2> "$T/err"; rc=$?
-check "missing filtered counter exits 1" '[ $rc = 1 ] && grep -q filtered "$T/err"'
+check "unreadable parameter exits 1" '[ $rc = 1 ] && grep -q max_dangling "$T/err"'
 cp -r "$T/sys" "$T/ver"; echo 'abi=1 module=1"x' > "$T/ver/kernel/mmuwatch/version"
 "$BIN" --json --sysfs "$T/ver" > /dev/null 2>&1; rc=$?
 check "bad version exits 1" '[ $rc = 1 ]'
 "$BIN" --bogus > /dev/null 2>&1; rc=$?
 check "usage error exits 64" '[ $rc = 64 ]'
+
+
+# Generic: counters and parameters nobody told the tool about appear.
+cp -r "$T/sys" "$T/new"
+echo 42 > "$T/new/kernel/mmuwatch/events_newreason"
+mkdir "$T/new/kernel/mmuwatch/limits"; echo 9 > "$T/new/kernel/mmuwatch/limits/user_hits"
+echo Y > "$T/new/module/mmuwatch/parameters/some_bool"
+echo 77 > "$T/new/module/mmuwatch/parameters/max_user_watches"
+"$BIN" --sysfs "$T/new" > "$T/out"; rc=$?
+check "new counter in the table" '[ $rc = 0 ] && grep -Eq "^events_newreason +42$" "$T/out"'
+check "subdirectory counter in the table" 'grep -Eq "^limits/user_hits +9$" "$T/out"'
+check "new parameters in the table" 'grep -Eq "^some_bool +Y$" "$T/out" && grep -Eq "^max_user_watches +77$" "$T/out"'
+"$BIN" --json --sysfs "$T/new" > "$T/json"
+check "new items in --json" 'python3 -c "
+import json, sys; d = json.load(open(sys.argv[1]))
+assert d[\"counters\"][\"events_newreason\"] == 42 and d[\"counters\"][\"limits/user_hits\"] == 9
+assert d[\"parameters\"][\"some_bool\"] == \"Y\" and d[\"parameters\"][\"max_user_watches\"] == 77
+" "$T/json"'
+
+# --version, --help
+"$BIN" --version > "$T/out"; rc=$?
+check "--version" '[ $rc = 0 ] && grep -Eq "^mmuwatch-status [0-9]+\.[0-9]+" "$T/out"'
+"$BIN" --help > "$T/out"; rc=$?
+check "--help" '[ $rc = 0 ] && grep -q -- "--prometheus" "$T/out"'
+
+# --prometheus: valid exposition format (promtool-like checks by hand).
+"$BIN" --prometheus --sysfs "$T/new" > "$T/prom"; rc=$?
+check "--prometheus exits 0" '[ $rc = 0 ]'
+check "--prometheus up, info, counter, gauge, param" 'grep -qx "mmuwatch_up 1" "$T/prom" &&
+	grep -qx "mmuwatch_info{module=\"1.0\",abi=\"1\"} 1" "$T/prom" &&
+	grep -qx "mmuwatch_events_unmap_total 35" "$T/prom" &&
+	grep -qx "# TYPE mmuwatch_events_unmap_total counter" "$T/prom" &&
+	grep -qx "mmuwatch_contexts 7" "$T/prom" && grep -qx "# TYPE mmuwatch_contexts gauge" "$T/prom" &&
+	grep -qx "mmuwatch_limits_user_hits_total 9" "$T/prom" &&
+	grep -qx "mmuwatch_param_max_watches 1024" "$T/prom"'
+check "--prometheus: every sample line is name value" '! grep -v "^#" "$T/prom" |
+	grep -Ev "^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [0-9]+$"'
+"$BIN" --prometheus --sysfs "$T/empty" > "$T/prom" 2>/dev/null; rc=$?
+check "--prometheus not loaded: up 0, exit 0" '[ $rc = 0 ] && grep -qx "mmuwatch_up 0" "$T/prom"'
+
+# --processes from a fake /proc (a pid with /dev/mmuwatch open, one without).
+P=$T/proc; mkdir -p "$P/4242/fd" "$P/4242/fdinfo" "$P/77/fd" "$P/77/fdinfo"
+ln -s /dev/mmuwatch "$P/4242/fd/5"; ln -s /dev/null "$P/77/fd/3"
+echo rankzero > "$P/4242/comm"; echo other > "$P/77/comm"
+printf "pos:\t0\nflags:\t02\nmmuwatch-abi:\t1\nmmuwatch-words:\t16384\nmmuwatch-events:\t12\n" > "$P/4242/fdinfo/5"
+"$BIN" --processes --proc "$P" --sysfs "$T/sys" > "$T/out"; rc=$?
+check "--processes table row" '[ $rc = 0 ] && grep -Eq "^4242 +5 +rankzero +1 16384 12$" "$T/out" && ! grep -q "^77 " "$T/out"'
+"$BIN" --json --processes --proc "$P" --sysfs "$T/sys" > "$T/json"
+check "--processes json" 'python3 -c "
+import json, sys; d = json.load(open(sys.argv[1]))
+p = d[\"processes\"]; assert len(p) == 1 and p[0][\"pid\"] == 4242 and p[0][\"words\"] == 16384 and p[0][\"events\"] == 12, p
+" "$T/json"'
+
+# --watch: N reports, rates from the second on.
+"$BIN" --watch 0.2 --count 2 --sysfs "$T/sys" > "$T/out"; rc=$?
+check "--watch 0.2 --count 2: two reports with rates" '[ $rc = 0 ] &&
+	[ "$(grep -c "^mmuwatch module" "$T/out")" = 2 ] && grep -q "per second" "$T/out"'
+"$BIN" --count 2 > /dev/null 2>&1; rc=$?
+check "--count without --watch is a usage error" '[ $rc = 64 ]'
 
 echo "1..$n"
 [ $fail = 0 ]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks in the VM: runs every executable vm/bench.d/*.sh with the
 # module loaded (scripts may rmmod/insmod themselves), one boot per kernel,
 # then collects their "RESULT <name> <value> <unit>" lines into

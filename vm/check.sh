@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # VM tests: per kernel one boot; runs every executable vm/tests.d/*.sh with
 # the module inserted before and removed after each. Prints TAP/output,
 # per-script PASS/FAIL/SKIP and a summary; exit non-zero if anything failed.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # The demo in the VM: runs every executable vm/demo.d/*.sh with the module
 # loaded, on one boot per kernel.
 #   vm/demo.sh [KVER...]        (default: the first test kernel)

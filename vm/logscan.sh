@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Scan a guest kernel log for signs of kernel trouble.
 #   vm/logscan.sh [--console] FILE...
 # Prints the offending lines and exits 1 if any are found, 0 if the log is

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Build (or reuse) the busybox initramfs for one Debian kernel:
 #   vm/mkinitrd.sh KVER   -> prints the path of build/vm/<kver>/initrd.cpio.gz
 # It holds busybox, the 9p/virtio modules of that kernel (decompressed, for

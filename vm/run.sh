@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Boot one Debian kernel under qemu TCG and run one command in it as root.
 #   vm/run.sh KVER [--timeout SECS] [--step-timeout SECS] [--tag NAME] [--quiet] -- CMD ARGS...
 # --timeout bounds the whole run (default $MW_VM_TIMEOUT or 900 s);

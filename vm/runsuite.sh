@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host side of vm/check.sh, vm/bench.sh and vm/demo.sh: for each kernel, one
 # boot that runs vm/guest/suite.sh over DIR, then a summary.
 #   vm/runsuite.sh [--no-module] NAME DIR KVER...

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the VM bench itself; needs no mmuwatch.ko (a dummy module from
 # vm/selftest.d/kmod stands in). Per kernel: exit status propagation
 # (0, 1, 77), a planted kernel WARNING fails the run, a hung guest is killed

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Allocator and interception benchmark, both sides in the same run:
  * mw_malloc/mw_free (ours, called directly) against __libc_malloc/__libc_free

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * A library whose constructor frees memory that libc allocated inside
  * itself (getline's buffer, strdup): the constructor runs before the

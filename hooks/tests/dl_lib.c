@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* A library that is dlopen'ed with RTLD_DEEPBIND (and linked -Bsymbolic):
  * its munmap binds to libc's, not to the hooks', unless its GOT entry is
  * rewritten. */

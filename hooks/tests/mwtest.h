@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared between the test preload library and the test programs. */
 #ifndef MWTEST_H
 #define MWTEST_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Stands in for another library with its own memory hooks (another MPI,
  * a profiler): its constructor, which runs before ours, overwrites the entry

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Test preload library: libmw_hooks.a plus a release callback that records
  * what it is told. Programs under test find the record through

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Invalidation count on one workload: how many times memory goes back to
  * the OS (each one invalidates any registration on it). Run under the test

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * relro_cut IN OUT: copy an ELF64 shared object and end its PT_GNU_RELRO
  * 8 bytes early, so that it no longer ends on a page boundary (the layout

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* A library linked -z relro -z now: its GOT, munmap's slot included, is
  * inside PT_GNU_RELRO, which ld.so makes read-only after relocation. The
  * test also runs a copy whose PT_GNU_RELRO ends inside the GOT's page (see

@@ -1,5 +1,5 @@
 #!/bin/sh
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host tests of hooks/ (make -C hooks check). Prints TAP-like lines; every
 # check has a negative control that must fail. Exit status: failures.
 # Env from the Makefile: T (test binaries), PRELOAD (test preload library),

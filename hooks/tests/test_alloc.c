@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The allocator's internals, linked directly (alloc.c + release.c, no
  * interposition), so this test also runs under ASan/UBSan: sizes, patterns,

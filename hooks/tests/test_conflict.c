@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Co-existence: another library (patcher_lib.c) patched libc's munmap before
  * us. The hooks must notice, leave that function alone, say so once on

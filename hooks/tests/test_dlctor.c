@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Linked after libc (libc's GOT points at our allocator): dlopen a library
  * whose constructor frees libc-made blocks with glibc's free(). Must not

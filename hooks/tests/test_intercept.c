@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Every intercepted call reports exactly its range, once, with its kind; raw
  * syscalls are not seen (hooks mode); glibc-internal releases are seen

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Late installation: the hooks library is dlopen'ed by a program in which
  * another thread is already running (as when libmmuwatch is loaded as a

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Every cell of the leave-pinned decision matrix, with every spelling, both
  * variable names, and the OS-bypass network present / absent (fake sysfs

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * A statically linked program with the hooks: it must be detected as static
  * and report no MUNMAP support (like Open MPI, munmap interception is not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Host tests and benchmarks of hooks/ (included by hooks/Makefile).
 TCFLAGS := $(CPPFLAGS_COMMON) $(CSTD) $(WARN) -O2 -g -pthread
 ASANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer

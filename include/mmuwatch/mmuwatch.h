@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libmmuwatch: memory-registration caching that stays correct when the
  * application unmaps or replaces memory.
@@ -12,12 +12,14 @@
  *           leave-pinned LRU) over a registration backend (verbs, io_uring
  *           fixed buffers, or caller-supplied ops).
  *
- * Every function returning int returns MW_OK (0) or a negative MW_E* code;
- * mw_strerror() names it. All functions are thread-safe unless noted.
+ * Errors: every function returning int returns MW_OK (0) or a negative
+ * errno value (see below); mw_strerror() names any of them. All functions
+ * are thread-safe unless noted.
  */
 #ifndef MMUWATCH_MMUWATCH_H
 #define MMUWATCH_MMUWATCH_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,27 +29,50 @@ extern "C" {
 
 #define MW_API __attribute__((visibility("default")))
 
+/* Compile-time version of this header (the library's run-time version is
+ * mw_version()); kmod/VERSION is the one source, `make check` compares. */
 #define MW_VERSION_MAJOR 1
 #define MW_VERSION_MINOR 0
+#define MW_VERSION_PATCH 0
+#define MW_VERSION_CODE(major, minor, patch) \
+	(((major) << 16) | ((minor) << 8) | (patch))
+#define MW_VERSION MW_VERSION_CODE(MW_VERSION_MAJOR, MW_VERSION_MINOR, \
+				   MW_VERSION_PATCH)
+
+/*
+ * Run-time version of the loaded library, as MW_VERSION_CODE(); a program
+ * built against this header may require mw_version() >= MW_VERSION. With
+ * str != NULL, *str is set to "MAJOR.MINOR.PATCH" (static).
+ */
+MW_API unsigned mw_version(const char **str);
 
 /* ---- errors ---------------------------------------------------------- */
+/*
+ * One convention: 0 or a negative errno value, so results of libmmuwatch,
+ * system calls and libibverbs never collide. Where a failure comes from a
+ * system call (open/ioctl/mmap of /dev/mmuwatch), libibverbs or liburing,
+ * that call's errno is returned as is (e.g. -EACCES when /dev/mmuwatch
+ * may not be opened, -ENOMEM or -EFAULT from ibv_reg_mr); the names below
+ * are the library's own conditions. mw_strerror() names every code.
+ */
 enum mw_error {
 	MW_OK = 0,
-	MW_EINVAL = -1,		/* NULL pointer or zero length */
-	MW_ERANGE = -2,		/* range wraps or leaves user space */
-	MW_EFLAGS = -3,		/* unknown flag bits */
-	MW_ENOMEM = -4,		/* out of memory */
-	MW_EFOREIGN = -5,	/* region not handed out by this cache */
-	MW_EFINALIZED = -6,	/* library already finalized */
-	MW_ENOSYS = -7,		/* not supported by the active event source */
-	MW_EREG = -8,		/* the backend failed to register */
-	MW_ELIMIT = -9,		/* pinned-memory limit (RLIMIT_MEMLOCK) reached */
-	MW_EFORKED = -10,	/* backend not usable in a forked child */
-	MW_EBUSY = -11,		/* object still in use */
-	MW_EDEVICE = -12,	/* /dev/mmuwatch failed unexpectedly */
-	MW_ENOSPC = -13,	/* no free watch slot */
-	MW_ECALLBACKS = -14,	/* too many release callbacks */
-	MW_ERR_MIN = -14
+	MW_EINVAL = -EINVAL,		/* NULL pointer or zero length */
+	MW_ERANGE = -ERANGE,		/* range wraps or leaves user space */
+	MW_EFLAGS = -EOPNOTSUPP,	/* unknown flag bits */
+	MW_ENOMEM = -ENOMEM,		/* out of memory */
+	MW_EFOREIGN = -EXDEV,		/* region not handed out by this cache */
+	MW_EFINALIZED = -ESHUTDOWN,	/* library already finalized */
+	MW_ENOSYS = -ENOSYS,		/* not supported by the event source */
+	MW_EREG = -EREMOTEIO,		/* backend refused, no errno known */
+	MW_ELIMIT = -EDQUOT,		/* pinned-memory limit reached
+					 * (RLIMIT_MEMLOCK or max_bytes) */
+	MW_EFORKED = -ECHILD,		/* backend not usable in a fork child */
+	MW_EBUSY = -EBUSY,		/* object still in use */
+	MW_EDEVICE = -EIO,		/* /dev/mmuwatch failed, no errno known */
+	MW_ENOSPC = -ENOSPC,		/* no free watch slot */
+	MW_ECALLBACKS = -ETOOMANYREFS,	/* too many release callbacks */
+	MW_ERR_MIN = -4095		/* every error is in [MW_ERR_MIN, -1] */
 };
 MW_API const char *mw_strerror(int err);
 

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mmuwatch smcuda: intra-node shared-memory channel with CUDA IPC paths.
  *
@@ -185,7 +185,8 @@ MW_SMC_API int mw_smc_slot_set(struct mw_smc *c, int peer, int slot,
 			       void *data);
 MW_SMC_API void *mw_smc_slot_get(struct mw_smc *c, int peer, int slot);
 
-/* Test-only knobs (never set them in production). */
+/* Test-only knobs: in libmmuwatch.a for the tests, not exported by the
+ * shared library (libuser/libmmuwatch.map). */
 enum mw_smc_knob {
 	MW_SMC_KNOB_NO_BUFID_CHECK = 1,	/* trust cache by base+size only */
 	MW_SMC_KNOB_NO_CACHE,		/* open+close a handle per copy */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * libmmuwatch core behaviour, each subtest in a fresh process (see
  * rcache/tests/subtest.h): mw_init() from a constructor and from 8 threads

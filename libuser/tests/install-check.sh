@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # `make install DESTDIR=<tmp> PREFIX=/usr`, then build the README example
 # (libuser/example.c) against that installed copy only, through its
 # pkg-config file (PKG_CONFIG_SYSROOT_DIR + PKG_CONFIG_LIBDIR), shared and
@@ -33,7 +33,9 @@ grep -q '^prefix=/usr$' "$D/usr/lib/pkgconfig/mmuwatch.pc" &&
 	! grep -q "$TOP" "$D/usr/lib/pkgconfig/mmuwatch.pc" &&
 	ok "mmuwatch.pc names /usr, not the build tree" ||
 	nok "mmuwatch.pc names /usr, not the build tree"
-export PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_LIBDIR=$D/usr/lib/pkgconfig
+# The system directories too: Requires.private names libibverbs, liburing.
+export PKG_CONFIG_SYSROOT_DIR=$D
+export PKG_CONFIG_LIBDIR=$D/usr/lib/pkgconfig:$(pkg-config --variable=pc_path pkg-config)
 unset PKG_CONFIG_PATH
 cflags=$(pkg-config --cflags mmuwatch) && libs=$(pkg-config --libs mmuwatch) &&
 	slibs=$(pkg-config --static --libs mmuwatch) ||

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host tests of the library core (no module here): sources none and hooks.
 # The kernel-source runs (fork_nodev among them) are in the VM
 # (vm/tests.d/30-rcache-api.sh).   tests/run-host.sh BINDIR

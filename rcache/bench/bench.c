@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * rcache benchmark against UCX's ucs_rcache, Debian's (1.13) and the newest
  * release (1.22, built by tools/anchors.sh), all with a no-op registration

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Cache behaviour the oracles do not look at, with a caller-supplied
  * counting backend (no pinning): LRU eviction by max_regions and by

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Oracle fuzzer for the registration cache. Random get/put mixed with every
  * way memory goes away (munmap, mremap, madvise DONTNEED/FREE, MAP_FIXED,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the rcache tests: pagemap reading, a PFN-recording backend
  * wrapper (oracle one), a tiny PRNG and TAP helpers. */
 #ifndef MWR_TEST_ORACLE_H

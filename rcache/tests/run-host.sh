@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Host tests of libmmuwatch + rcache (no module here): sources none and
 # hooks. Oracle one needs root for PFNs (skipped otherwise). Raw syscalls
 # are left out in hooks mode (hooks cannot see them: that is the kernel

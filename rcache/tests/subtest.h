@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tiny harness for test programs made of subtests that each need a fresh
  * process (the library reads its environment once, at init; some tests

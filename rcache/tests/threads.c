@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Threads: NT threads get/put random sub-ranges of shared buffers while an
  * unmapper thread replaces buffers (munmap + mmap at the same address,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Remote-handle cache benchmark on the CUDA driver test double. Two real
  * processes; the sender churns a pool of GPU buffers (frees and

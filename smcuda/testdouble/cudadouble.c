@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * TEST DOUBLE of the CUDA driver API, for machines without a GPU. Built as
  * a test-only libcuda.so.1 and loaded in place of the real driver; it
@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mwtd.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Entry points of the CUDA driver test double, for its call counters. */
 F(cuInit) F(cuDriverGetVersion) F(cuDeviceGetCount) F(cuDeviceGet)
 F(cuDevicePrimaryCtxRetain) F(cuDevicePrimaryCtxRelease)

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test-control API of the CUDA driver test double (libcuda.so.1 built from
  * cudadouble.c). Test-only: these functions exist only in the double.
@@ -19,7 +19,7 @@
 #ifndef MWTD_H
 #define MWTD_H
 
-#include <cuda.h>
+#include "cu_api.h"
 
 #define MWTD_KIND_DEVICE 0	/* cuMemAlloc: legacy IPC capable */
 #define MWTD_KIND_POOL 1	/* cuMemAllocAsync: stream-ordered pool */

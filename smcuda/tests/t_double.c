@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Self-test of the CUDA driver test double: the behaviours smcuda's tests
  * rely on, checked directly (two real processes for the IPC parts).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * SPSC FIFO: capacity limits, and 2 threads streaming 2e6 sequenced,
  * checksummed messages. Negative control: the same checker run on a

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Lazy driver loading, in one process with two channels of one job:
  *  - host-only traffic in a process without libcuda: no driver call, and

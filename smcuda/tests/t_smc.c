@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * smcuda end to end: 2 to 4 real processes (fork+exec of this binary) on
  * the CUDA driver test double. Scenarios: churn (free/reallocate at the

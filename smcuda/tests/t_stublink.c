@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Link proof of the real driver path: smcuda built with
  * MW_SMC_CUDA_DIRECT takes the driver's entry points as linked symbols

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test helpers: the CUDA test double loaded at run time. */
 #include <dlfcn.h>
 #include <stdlib.h>

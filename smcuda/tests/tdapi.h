@@ -1,11 +1,11 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test helpers: the CUDA test double loaded at run time, checks, patterns. */
 #ifndef MW_SMC_TDAPI_H
 #define MW_SMC_TDAPI_H
 
 #include <stdint.h>
 #include <stdio.h>
-#include <cuda.h>
+#include "cu_api.h"
 #include "mwtd.h"
 
 struct tdapi {

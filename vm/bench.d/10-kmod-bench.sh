@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: kernel-module benchmarks (build/bench/mw-kbench), all in this one
 # VM run, so the ratios compare like with like. TCG timings are emulated:
 # absolute numbers mean little, ratios within the run are what to read.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: registration-cache benchmark with the kernel source (validity
 # words), against UCX's ucs_rcache in the same run. Prints RESULT lines,
 # among them rcache_hit_ns, ucx_rcache_hit_ns and rcache_2thr_speedup.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI over Soft-RoCE, with and without libmmuwatch-mpi: churn corruption
 # totals, then ping-pong latency and streaming bandwidth 8 B .. 4 MB with
 # buffer reuse and with a fresh mapping per message, and UCX's unmap window

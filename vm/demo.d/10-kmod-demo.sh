@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: the kernel-module demo. Watches buffers, unmaps/changes them in the
 # usual ways, prints the events, then the module status (mmuwatch-status).
 set -u

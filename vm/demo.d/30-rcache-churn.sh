@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest demo: two processes ping-pong 1 MiB over Soft-RoCE with RDMA WRITE,
 # freeing and reallocating their buffers before every iteration, through
 # libmmuwatch's registration cache with the kernel event source. Then the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Demo: real MPI (Debian's Open MPI over libfabric, MPICH over UCX) on
 # Soft-RoCE, buffers released with raw munmap (as Go or a JIT does) and
 # remapped at the same address. Without mmuwatch the registration caches

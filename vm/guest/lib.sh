@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the guest-side scripts (sourced, bash, inside the VM).
 
 # mw_step TEXT: record what the guest is doing now. The host's watchdog

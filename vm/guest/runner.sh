@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs in the guest, chrooted into the host root, as root: executes the job
 # that vm/run.sh wrote to $MW_OUT/.mw/job, then leaves its exit status and
 # the kernel log in the results share for the host.

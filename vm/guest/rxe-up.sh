@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # In the guest: bring up Soft-RoCE on a veth pair, one rxe device per end,
 # and print the two device names ("rxe0 rxe1"). Idempotent.
 #   vm/guest/rxe-up.sh [--env]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs in the guest: every executable DIR/*.sh in name order, each under a
 # time limit, with the module inserted before and removed after it.
 #   vm/guest/suite.sh [--no-module] DIR

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Negative control for the kernel log scan: put a WARNING line into the
 # guest kernel log and exit 0; the bench must still fail the run. (The word
 # is assembled at run time so the command line itself never contains it.)

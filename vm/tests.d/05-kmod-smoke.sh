@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: module smoke test. The module is loaded when this starts.
 #  1. mmuwatch-smoke (TAP): every ioctl/mmap/read path, the event each
 #     syscall produces, bad input, overflow, limits, fd passing, exit.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: run every mmuwatch selftest program (kselftest harness, TAP), then
 # the shell-level module tests: unload refused while an fd is open, and
 # 100 load/unload cycles. The module is loaded when this starts (vm/check.sh)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: libmmuwatch with the kernel event source: bad input gets clear
 # error codes; 3 threads get/put (handing regions between threads) while
 # another unmaps: no stale hit (pagemap frames), no error, every

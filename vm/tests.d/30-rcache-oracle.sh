@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: registration-cache oracle one with the kernel event source.
 #  1. oracle one (pagemap frames of every hit), io_uring fixed buffers
 #     (pinned pages), MW_FUZZ_OPS (default 100000) random operations

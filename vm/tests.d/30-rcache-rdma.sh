@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: registration-cache oracle two with the kernel event source: the
 # verbs backend over Soft-RoCE; on every get an RDMA WRITE through the
 # region's MR must show up at the buffer's current virtual address (and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI churn over Soft-RoCE (TAP): Debian's Open MPI (libfabric verbs;ofi_rxm)
 # and MPICH (UCX rc_verbs) with their default memory monitors and with
 # libmmuwatch-mpi preloaded. Buffers are released with raw munmap and

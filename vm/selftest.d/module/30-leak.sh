@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Bench selftest, negative control: leak a module reference in the kernel,
 # so the suite's rmmod after this script fails and must be reported. Also
 # leaves a stray process holding stdout, which the suite must kill rather

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Bench selftest: a passing TAP script.
 echo "TAP version 13"
 echo "1..2"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Bench selftest: a non-zero exit is a failure.
 echo "failing on purpose"
 exit 3

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Bench selftest: Soft-RoCE comes up (vm/guest/rxe-up.sh) and an RC
 # ping-pong runs between two processes, one on each rxe device, with the
 # traffic crossing the veth pair.
