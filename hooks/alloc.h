@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The name-shifted allocator: internal layout and the inline fast paths.
+ * The name-shifted allocator: what the rest of hooks/ calls, and the inline
+ * fast paths the interposed malloc/free are made of. The allocator itself is
+ * split by job (alloc_int.h lists the files).
  *
- * Layout. One big address range is reserved PROT_NONE at first use and
- * committed as it is handed out, so "is this pointer ours" is one subtraction
- * and compare. It is cut into 64 KiB units. Every allocation lives in a
- * "page": a run of units whose first 128 bytes are a header (struct mw_page).
+ * Layout. One big address range (the arena) is reserved PROT_NONE at first
+ * use and committed as it is handed out, so "is this pointer ours" is one
+ * subtraction and compare. It is cut into 64 KiB units. Every allocation
+ * lives in a "page": a run of units described by one entry (struct mw_page)
+ * of a separate, dense metadata array indexed by unit number (the entries
+ * of neighbouring units share cache lines; headers at the start of 64 KiB
+ * units would all fall into the same cache sets and evict each other).
  *   - small (<= 8 KiB): one-unit pages holding blocks of one size class,
  *     owned by one thread's heap; the owner allocates and frees without
  *     atomics, other threads hand blocks back through the owner's lock-free
  *     "remote" list;
  *   - large (> 8 KiB): a span of units to itself (page-granular, effectively
  *     a direct mapping), kept in a per-thread cache and global bins when
- *     freed (see the retention policy in alloc.c).
- * The header of the page of any pointer p we returned is at
- * (p - 1) rounded down to 64 KiB: user data never starts at a unit boundary
- * except for over-aligned large blocks, which get a forwarding header one
- * unit below.
+ *     freed (see the retention policy in alloc_span.c).
+ * The entry of any pointer p we returned is the one of the unit holding p;
+ * an over-aligned large block that starts past its span's first unit has
+ * that unit's entry marked as forwarding to the span.
  */
 #ifndef MW_HOOKS_ALLOC_H
 #define MW_HOOKS_ALLOC_H
@@ -29,22 +33,26 @@
 
 #define MW_UNIT_SHIFT 16
 #define MW_UNIT ((size_t)1 << MW_UNIT_SHIFT)
-#define MW_HDR 128			/* header bytes at the start of a page */
+#define MW_HDR 128			/* offset (and least alignment) of a large block */
+#define MW_META 128			/* bytes per metadata entry */
 #define MW_NSMALL 32			/* small size classes */
 #define MW_SMALL_MAX 8192
 #define MW_NLARGE 240			/* large classes (in units) */
 #define MW_NTCACHE 24			/* large classes cached per thread */
 #define MW_TC_DEPTH 4
 
-enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD };
+enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD, MW_KIND_META };
 enum mw_span_state { MW_SPAN_INUSE = 1, MW_SPAN_HOT, MW_SPAN_COLD };
 
 struct mw_heap;
 
+/* One unit's metadata. Small pages: written by the owning heap's thread
+ * only (others read heap/lo to see that the block is not theirs). */
 struct mw_page {
 	void *free;			/* small: owner's free list */
-	struct mw_heap *heap;		/* small: owning heap */
+	struct mw_heap *heap;		/* small: owning heap; else NULL */
 	uint32_t used;			/* small: blocks handed out */
+	uint32_t lo;			/* owner's free is inline while used > lo */
 	uint32_t capacity;
 	uint32_t block;			/* small: block size */
 	uint8_t kind;
@@ -58,7 +66,7 @@ struct mw_page {
 	struct mw_page *lru_next, *lru_prev; /* global retained LRU */
 	struct mw_page *fwd;		/* MW_KIND_FWD: the real span */
 };
-_Static_assert(sizeof(struct mw_page) <= MW_HDR, "page header too big");
+_Static_assert(sizeof(struct mw_page) <= MW_META, "page entry too big");
 
 struct mw_heap {
 	struct mw_page *cur[MW_NSMALL];
@@ -74,27 +82,38 @@ struct mw_heap {
 	 * code that changes the page lists), and by fork's prepare handler
 	 * for every heap: a child never inherits a heap in the middle of a
 	 * list update. Uncontended except at fork. The fast paths and the
-	 * span cache (tcache) do without it (see alloc.c). */
+	 * span cache (tcache) do without it (see alloc_span.c). */
 	atomic_int lock;
 };
 
-struct mw_region {
+/* The arena: [base, base + size), and the metadata array of its units. */
+struct mwh_arena {
 	uintptr_t base;
 	uintptr_t size;
+	struct mw_page *meta;
 };
 
-MW_HIDDEN extern struct mw_region mw_region;
+MW_HIDDEN extern struct mwh_arena mwh_arena;
 MW_HIDDEN extern __thread struct mw_heap *mw_tls_heap
 	__attribute__((tls_model("initial-exec")));
 
 static inline int mw_owns(const void *p)
 {
-	return (uintptr_t)p - mw_region.base < mw_region.size;
+	return (uintptr_t)p - mwh_arena.base < mwh_arena.size;
 }
 
+/* The entry of the unit holding p (p ours). */
 static inline struct mw_page *mw_page_of(const void *p)
 {
-	return (struct mw_page *)(((uintptr_t)p - 1) & ~(MW_UNIT - 1));
+	return mwh_arena.meta +
+	       (((uintptr_t)p - mwh_arena.base) >> MW_UNIT_SHIFT);
+}
+
+/* The first byte of the unit an entry describes. */
+static inline uintptr_t mw_page_addr(const struct mw_page *pg)
+{
+	return mwh_arena.base +
+	       ((uintptr_t)(pg - mwh_arena.meta) << MW_UNIT_SHIFT);
 }
 
 /* 16-byte steps to 128, then four classes per power of two up to 8 KiB. */
@@ -140,6 +159,12 @@ static inline void *mw_malloc_inline(size_t n)
 	return mw_malloc_slow(n);
 }
 
+/* Inline when the block is the calling thread's and nothing about its page
+ * changes: pg->lo is UINT32_MAX for every entry that is not a small page
+ * (so a thread without a heap never matches a large span's NULL heap), and
+ * for a page with offset (aligned) blocks; 1 for a page in use (the last
+ * block's free may give the page back); for a full page, the count below
+ * which it has enough free blocks to be worth allocating from again. */
 static inline void mw_free_inline(void *p)
 {
 	struct mw_page *pg;
@@ -150,8 +175,7 @@ static inline void mw_free_inline(void *p)
 		return;
 	}
 	pg = mw_page_of(p);
-	if (__builtin_expect(pg->kind == MW_KIND_SMALL && pg->heap == mw_tls_heap &&
-			     !pg->has_aligned && !pg->full && pg->used > 1, 1)) {
+	if (__builtin_expect(pg->heap == mw_tls_heap && pg->used > pg->lo, 1)) {
 		*(void **)p = pg->free;
 		pg->free = p;
 		pg->used--;
@@ -181,10 +205,11 @@ MW_HIDDEN int mw_alloc_prepare(void);
 struct mw_alloc_stats {
 	unsigned long releases;		/* times memory went back to the OS */
 	unsigned long released_bytes;
-	unsigned long retained_bytes;	/* freed large spans kept committed */
+	unsigned long retained_bytes;	/* freed spans kept committed (global) */
 	unsigned long retain_limit;
-	unsigned long inuse_large;
-	unsigned long peak_large;
+	unsigned long inuse_large;	/* bytes of spans in use (pages too) */
+	unsigned long peak_large;	/* the most ever in use at once */
+	unsigned long lock_syscalls;	/* syscalls made holding g.lock: 0 */
 };
 MW_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the
