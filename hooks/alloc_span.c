@@ -251,9 +251,15 @@ static int mwh_release_list(struct mw_page *list)
 
 	if (!list)
 		return 0;
+#ifdef MWH_TEST_RELEASE_LOCKED	/* the tests' negative control only */
+	mwh_glock();
+	for (v = list; v; v = v->next)
+		mwh_span_release(v);
+#else
 	for (v = list; v; v = v->next)
 		mwh_span_release(v);
 	mwh_glock();
+#endif
 	for (v = list; v; v = next, n++) {
 		next = v->next;
 		mwh_bin_push(&g.cold[v->cls], v);

@@ -57,8 +57,16 @@ check: all $(TESTS)
 	@T=$(T) PRELOAD=$(PRELOAD) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
 		sh tests/run.sh
 
-bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD)
+# The allocator against glibc, jemalloc and mimalloc (Debian's and the
+# newest release), microbenchmarks and real programs (hooks/bench/alloc.sh).
+$(T)/larson: bench/larson.c | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -ldl
+$(T)/mwrun: bench/mwrun.c | $(T)
+	$(CC) $(TCFLAGS) -o $@ $<
+
+bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD) $(T)/larson $(T)/mwrun
 	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
+	@T=$(T) TOP=$(TOP) LIBMMUWATCH=$(LIB)/libmmuwatch.so bash bench/alloc.sh
 	@o=$$(MMUWATCH_LEAVE_PINNED=1 LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
 	g=$$(MMUWATCH_LEAVE_PINNED=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
 		LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
@@ -70,3 +78,16 @@ $(T)/libmwt_patcher.so: tests/patcher_lib.c | $(T)
 $(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE) -L$(T) -l:libmwt_patcher.so \
 		-Wl,-rpath,$(T) -ldl
+
+# The scalable allocator's promises (test_alloc_scale.c); the _locked build
+# releases under the allocator lock: the negative control of "nolock".
+TESTS += $(T)/test_alloc_scale $(T)/test_alloc_scale_locked
+$(T)/test_alloc_scale: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
+$(T)/test_alloc_scale_locked: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) -DMWH_TEST_RELEASE_LOCKED -fno-builtin-malloc -fno-builtin-free \
+		-o $@ $< $(ALLOC_SRC)
+TESTS += $(T)/test_alloc_scale_asan
+$(T)/test_alloc_scale_asan: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
+		-o $@ $< $(ALLOC_SRC)
