@@ -40,6 +40,9 @@
 #define MW_NLARGE 240			/* large classes (in units) */
 #define MW_NTCACHE 24			/* large classes cached per thread */
 #define MW_TC_DEPTH 4
+#define MW_STK 64			/* per-class stack of freed blocks */
+#define MW_STK_BYTES 16384		/* ... holding at most about this */
+#define MW_FSTK 128			/* other threads' blocks, batched */
 
 enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD, MW_KIND_META };
 enum mw_span_state { MW_SPAN_INUSE = 1, MW_SPAN_HOT, MW_SPAN_COLD };
@@ -69,6 +72,17 @@ struct mw_page {
 _Static_assert(sizeof(struct mw_page) <= MW_META, "page entry too big");
 
 struct mw_heap {
+	/* Freed blocks of the owner, by class, as a stack of pointers:
+	 * malloc and free of a recently used size never touch the block's
+	 * memory (a freed block is usually cold: reading its free-list link
+	 * was the hot path's cache miss). Owner only; bounded by stcap. */
+	uint32_t stn[MW_NSMALL];
+	uint32_t stcap[MW_NSMALL];
+	void *stk[MW_NSMALL][MW_STK];
+	/* Blocks of other heaps freed by this thread, handed back in batches
+	 * (one atomic exchange per owner per batch, not one per block). */
+	uint32_t fn;
+	void *fstk[MW_FSTK];
 	struct mw_page *cur[MW_NSMALL];
 	struct mw_page *avail[MW_NSMALL];
 	_Atomic(void *) remote;		/* blocks freed by other threads */
@@ -147,9 +161,19 @@ static inline void *mw_malloc_inline(size_t n)
 	struct mw_heap *h = mw_tls_heap;
 
 	if (__builtin_expect(h != NULL && n <= MW_SMALL_MAX, 1)) {
-		struct mw_page *pg = h->cur[mw_small_class(n)];
-		void *b = pg->free;
+		unsigned c = mw_small_class(n);
+		uint32_t k = h->stn[c];
+		struct mw_page *pg;
+		void *b;
 
+		if (__builtin_expect(k != 0, 1)) {
+			/* count first: a fork child sees the block gone */
+			__atomic_store_n(&h->stn[c], k - 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return h->stk[c][k - 1];
+		}
+		pg = h->cur[c];
+		b = pg->free;
 		if (__builtin_expect(b != NULL, 1)) {
 			pg->free = *(void **)b;
 			pg->used++;
@@ -159,15 +183,15 @@ static inline void *mw_malloc_inline(size_t n)
 	return mw_malloc_slow(n);
 }
 
-/* Inline when the block is the calling thread's and nothing about its page
- * changes: pg->lo is UINT32_MAX for every entry that is not a small page
- * (so a thread without a heap never matches a large span's NULL heap), and
- * for a page with offset (aligned) blocks; 1 for a page in use (the last
- * block's free may give the page back); for a full page, the count below
- * which it has enough free blocks to be worth allocating from again. */
+/* Inline when the block is the calling thread's and its class's stack has
+ * room. pg->lo is UINT32_MAX (MW_LO_NEVER) for every entry that is not a
+ * small page (so a thread without a heap never matches a large span's NULL
+ * heap) and for a page with offset (aligned) blocks, whose pointers are not
+ * block starts; see alloc_page.c for its other values. */
 static inline void mw_free_inline(void *p)
 {
 	struct mw_page *pg;
+	struct mw_heap *h;
 
 	if (__builtin_expect(!mw_owns(p), 0)) {
 		if (p)
@@ -175,11 +199,18 @@ static inline void mw_free_inline(void *p)
 		return;
 	}
 	pg = mw_page_of(p);
-	if (__builtin_expect(pg->heap == mw_tls_heap && pg->used > pg->lo, 1)) {
-		*(void **)p = pg->free;
-		pg->free = p;
-		pg->used--;
-		return;
+	h = mw_tls_heap;
+	if (__builtin_expect(pg->heap == h && pg->lo != UINT32_MAX, 1)) {
+		unsigned c = pg->cls;
+		uint32_t k = h->stn[c];
+
+		if (__builtin_expect(k < h->stcap[c], 1)) {
+			/* block first: a fork child never counts a stale slot */
+			h->stk[c][k] = p;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&h->stn[c], k + 1, __ATOMIC_RELAXED);
+			return;
+		}
 	}
 	mw_free_slow(p, pg);
 }

@@ -37,15 +37,55 @@ static void mwh_large_free(struct mw_page *pg, void *p)
 	mwh_span_put(mw_tls_heap, s, release);
 }
 
-static void mwh_remote_push(struct mw_heap *h, void *p)
+/* Push the chain first..last (linked through the blocks) on h's list. */
+static void mwh_remote_push(struct mw_heap *h, void *first, void *last)
 {
 	void *head = atomic_load_explicit(&h->remote, memory_order_relaxed);
 
 	do
-		*(void **)p = head;
-	while (!atomic_compare_exchange_weak_explicit(&h->remote, &head, p,
+		*(void **)last = head;
+	while (!atomic_compare_exchange_weak_explicit(&h->remote, &head, first,
 						      memory_order_release,
 						      memory_order_relaxed));
+}
+
+/*
+ * Hand the batched blocks of other heaps back, one chain per owner. A page
+ * keeps its owner while it has blocks in use, so the owner read from the
+ * page of a block not yet handed back is stable. Owner-only state: a fork
+ * child that sees fn before the last block's store loses that block, never
+ * more (the blocks are taken off by lowering fn first).
+ */
+#define MW_FGROUPS 8
+void mwh_foreign_flush(struct mw_heap *h)
+{
+	struct { struct mw_heap *heap; void *first, *last; } g[MW_FGROUPS];
+	unsigned ng = 0, i, k;
+	uint32_t n = h->fn;
+
+	__atomic_store_n(&h->fn, 0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < n; i++) {
+		void *b = h->fstk[i];
+		struct mw_heap *o = mw_page_of(b)->heap;
+
+		for (k = 0; k < ng && g[k].heap != o; k++)
+			;
+		if (k == ng && ng == MW_FGROUPS) {
+			mwh_remote_push(o, b, b);	/* too many owners */
+			continue;
+		}
+		if (k == ng) {
+			g[ng].heap = o;
+			g[ng].first = g[ng].last = b;
+			ng++;
+			continue;
+		}
+		*(void **)b = g[k].first;
+		g[k].first = b;
+	}
+	for (k = 0; k < ng; k++)
+		mwh_remote_push(g[k].heap, g[k].first, g[k].last);
 }
 
 void mw_free_slow(void *p, struct mw_page *pg)
@@ -66,11 +106,23 @@ void mw_free_slow(void *p, struct mw_page *pg)
 	h = mw_tls_heap;
 	if (pg->heap == h && h) {
 		mwh_heap_lock(h);
+		/* the class's stack is full: half of it goes back to pages */
+		if (!pg->has_aligned)
+			mwh_stack_flush(h, pg->cls, h->stcap[pg->cls] / 2);
 		mwh_small_free_local(h, pg, p);
 		mwh_heap_unlock(h);
 		return;
 	}
-	mwh_remote_push(pg->heap, p);	/* another thread's block */
+	/* another thread's block */
+	if (!h) {
+		mwh_remote_push(pg->heap, p, p);
+		return;
+	}
+	if (h->fn == MW_FSTK)
+		mwh_foreign_flush(h);
+	h->fstk[h->fn] = p;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&h->fn, h->fn + 1, __ATOMIC_RELAXED);
 }
 
 void mw_free(void *p)

@@ -92,6 +92,7 @@ struct mw_heap *mwh_heap_get(void)
 		memset(h, 0, sizeof(*h));
 		for (c = 0; c < MW_NSMALL; c++)
 			h->cur[c] = &mwh_empty_page;
+		mwh_stacks_init(h);
 		h->all_next = g.heaps;
 		g.heaps = h;
 	}
@@ -104,11 +105,24 @@ struct mw_heap *mwh_heap_get(void)
 	return h;
 }
 
+/* Every stacked block back to its page (pages may become free). */
+void mwh_heap_flush(struct mw_heap *h)
+{
+	unsigned c;
+
+	mwh_foreign_flush(h);
+	mwh_heap_lock(h);
+	for (c = 0; c < MW_NSMALL; c++)
+		mwh_stack_flush(h, c, 0);
+	mwh_heap_unlock(h);
+}
+
 /* Thread exit: the heap (with its pages) waits for the next new thread. */
 static void mwh_heap_destroy(void *arg)
 {
 	struct mw_heap *h = arg;
 
+	mwh_heap_flush(h);
 	mwh_tcache_flush(h);
 	mw_tls_heap = NULL;
 	mwh_lock(&g.heap_lock);

@@ -115,6 +115,9 @@ MW_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c);
 MW_HIDDEN void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg,
 				   void *p);
 MW_HIDDEN void *mwh_block_start(struct mw_page *pg, void *p);
+MW_HIDDEN void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep);
+MW_HIDDEN void mwh_stacks_init(struct mw_heap *h);
+MW_HIDDEN void mwh_heap_flush(struct mw_heap *h);
 MW_HIDDEN void mwh_page_set_aligned(struct mw_page *pg);
 
 /* alloc_heap.c */
@@ -146,5 +149,6 @@ MW_HIDDEN void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align,
 				int zero);
 /* alloc_free.c */
 MW_HIDDEN struct mw_page *mwh_large_span(struct mw_page *pg);
+MW_HIDDEN void mwh_foreign_flush(struct mw_heap *h);
 
 #endif /* MW_HOOKS_ALLOC_INT_H */

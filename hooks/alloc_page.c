@@ -115,6 +115,30 @@ void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg, void *p)
 	}
 }
 
+/* Give all but `keep` blocks of a class's stack back to their pages. */
+void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep)
+{
+	while (h->stn[c] > keep) {
+		uint32_t k = h->stn[c] - 1;
+		void *b = h->stk[c][k];
+
+		__atomic_store_n(&h->stn[c], k, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		mwh_small_free_local(h, mw_page_of(b), b);
+	}
+}
+
+void mwh_stacks_init(struct mw_heap *h)
+{
+	unsigned c;
+
+	for (c = 0; c < MW_NSMALL; c++) {
+		size_t n = MW_STK_BYTES / mw_small_size(c);
+
+		h->stcap[c] = (uint32_t)(n > MW_STK ? MW_STK : n < 4 ? 4 : n);
+	}
+}
+
 static void mwh_remote_drain(struct mw_heap *h)
 {
 	void *b = atomic_exchange_explicit(&h->remote, NULL,

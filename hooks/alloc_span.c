@@ -435,8 +435,10 @@ int mwh_trim_all(void)
 {
 	struct mw_page *list;
 
-	if (mw_tls_heap)
+	if (mw_tls_heap) {
+		mwh_heap_flush(mw_tls_heap);
 		mwh_tcache_flush(mw_tls_heap);
+	}
 	mwh_glock();
 	list = mwh_take_victims(0);
 	mwh_gunlock();

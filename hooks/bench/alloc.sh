@@ -14,7 +14,8 @@
 # (default 30) rounds; figures that did not converge are named.
 # Time is CPU time (user + system, the whole process): the machines are
 # shared, and CPU time is what the allocator costs. RSS is ru_maxrss.
-# Env: T (test binaries), LIBMMUWATCH, TOP. Exit 1 when a program's output
+# Env: T (test binaries), LIBMMUWATCH, TOP; MW_BENCH_ALLOC_EXTRA=NAME=LIB,..
+# adds allocators (e.g. an earlier build of ours). Exit 1 when a program's output
 # under our allocator differs from glibc's.
 set -u
 TOP=${TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -50,6 +51,11 @@ else
 	echo "SKIP alloc_vs_mimalloc_latest: newest-release comparison skipped" \
 		"($(tail -1 "$W/anchor.err"))"
 fi
+# More to compare with, e.g. an earlier build of ours: NAME=LIB[,NAME=LIB]
+IFS=, read -ra extra <<<"${MW_BENCH_ALLOC_EXTRA:-}"
+for x in "${extra[@]}"; do
+	[ -f "${x#*=}" ] && { names+=("${x%%=*}"); pre[${x%%=*}]=${x#*=}; }
+done
 # Which object serves malloc, per allocator (larson.c prints it).
 for a in "${names[@]}"; do
 	got=$(LD_PRELOAD=${pre[$a]} "$LARSON" mixed 2>/dev/null | sed -n 's/^malloc-from //p')
@@ -64,7 +70,7 @@ for a in "${names[@]}"; do
 done
 
 # ---- workloads ------------------------------------------------------------
-cat >"$W/json.py" <<'PYEOF'
+cat >"$W/wl_json.py" <<'PYEOF'
 import json
 recs = [{"id": i, "name": "n%d" % i, "tags": ["t%d" % (i % 7), "x" * (i % 50)],
          "v": i * 0.5} for i in range(60000)]
@@ -72,7 +78,7 @@ s = json.dumps(recs)
 back = json.loads(s)
 print(len(s), sum(r["id"] for r in back))
 PYEOF
-cat >"$W/sqlite.py" <<'PYEOF'
+cat >"$W/wl_sqlite.py" <<'PYEOF'
 import sqlite3
 c = sqlite3.connect(":memory:")
 c.execute("create table t(a integer, b text, c real)")
@@ -112,8 +118,8 @@ wl=(
 	"larson_2thr|micro|$LARSON larson 2 8 1000"
 	"mixed|micro|$LARSON mixed"
 	"xthread|micro|$LARSON xthread"
-	"python_json|prog|$PY $W/json.py"
-	"python_sqlite|prog|$PY $W/sqlite.py"
+	"python_json|prog|$PY $W/wl_json.py"
+	"python_sqlite|prog|$PY $W/wl_sqlite.py"
 	"sort|prog|sort -S 16M --parallel=2 $W/sort.in"
 	"xz|prog|xz -T2 -3 --block-size=300000 -c $W/xz.in"
 )
