@@ -11,11 +11,11 @@
  * of a separate, dense metadata array indexed by unit number (the entries
  * of neighbouring units share cache lines; headers at the start of 64 KiB
  * units would all fall into the same cache sets and evict each other).
- *   - small (<= 8 KiB): one-unit pages holding blocks of one size class,
+ *   - small (<= 32 KiB): one-unit pages holding blocks of one size class,
  *     owned by one thread's heap; the owner allocates and frees without
  *     atomics, other threads hand blocks back through the owner's lock-free
  *     "remote" list;
- *   - large (> 8 KiB): a span of units to itself (page-granular, effectively
+ *   - large (> 32 KiB): a span of units to itself (page-granular, effectively
  *     a direct mapping), kept in a per-thread cache and global bins when
  *     freed (see the retention policy in alloc_span.c).
  * The entry of any pointer p we returned is the one of the unit holding p;
@@ -35,12 +35,12 @@
 #define MW_UNIT ((size_t)1 << MW_UNIT_SHIFT)
 #define MW_HDR 128			/* offset (and least alignment) of a large block */
 #define MW_META 128			/* bytes per metadata entry */
-#define MW_NSMALL 32			/* small size classes */
-#define MW_SMALL_MAX 8192
+#define MW_NSMALL 64			/* small size classes */
+#define MW_SMALL_MAX 32768
 #define MW_NLARGE 240			/* large classes (in units) */
 #define MW_NTCACHE 24			/* large classes cached per thread */
 #define MW_TC_DEPTH 4
-#define MW_STK 64			/* per-class stack of freed blocks */
+#define MW_STK 32			/* per-class stack of freed blocks */
 #define MW_STK_BYTES 16384		/* ... holding at most about this */
 #define MW_FSTK 128			/* other threads' blocks, batched */
 
@@ -72,10 +72,11 @@ struct mw_page {
 _Static_assert(sizeof(struct mw_page) <= MW_META, "page entry too big");
 
 struct mw_heap {
-	/* Freed blocks of the owner, by class, as a stack of pointers:
-	 * malloc and free of a recently used size never touch the block's
-	 * memory (a freed block is usually cold: reading its free-list link
-	 * was the hot path's cache miss). Owner only; bounded by stcap. */
+	/* Blocks freed by this thread (any heap's), by class, as a stack of
+	 * pointers: malloc and free of a recently used size never touch the
+	 * block's memory (a freed block is usually cold: reading its
+	 * free-list link was the hot path's cache miss). Owner only;
+	 * bounded by stcap. */
 	uint32_t stn[MW_NSMALL];
 	uint32_t stcap[MW_NSMALL];
 	void *stk[MW_NSMALL][MW_STK];
@@ -130,7 +131,11 @@ static inline uintptr_t mw_page_addr(const struct mw_page *pg)
 	       ((uintptr_t)(pg - mwh_arena.meta) << MW_UNIT_SHIFT);
 }
 
-/* 16-byte steps to 128, then four classes per power of two up to 8 KiB. */
+/* 16-byte steps to 128, four classes per power of two to 512, then eight
+ * to 32 KiB (at most 12.5 % rounding where blocks are big enough for it to
+ * show in RSS). Blocks of 8 .. 32 KiB share 64 KiB pages rather than taking
+ * a unit each: pages are threaded lazily, so a block touches only its own
+ * memory. */
 static inline unsigned mw_small_class(size_t n)
 {
 	unsigned bit;
@@ -138,7 +143,9 @@ static inline unsigned mw_small_class(size_t n)
 	if (n <= 128)
 		return n ? (unsigned)((n + 15) >> 4) - 1 : 0;
 	bit = 63 - (unsigned)__builtin_clzl(n - 1);
-	return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+	if (n <= 512)
+		return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+	return 16 + (bit - 9) * 8 + (unsigned)(((n - 1) >> (bit - 3)) & 7);
 }
 
 static inline size_t mw_small_size(unsigned c)
@@ -147,9 +154,14 @@ static inline size_t mw_small_size(unsigned c)
 
 	if (c < 8)
 		return (size_t)(c + 1) << 4;
-	k = c - 8;
-	bit = 7 + k / 4;
-	return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+	if (c < 16) {
+		k = c - 8;
+		bit = 7 + k / 4;
+		return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+	}
+	k = c - 16;
+	bit = 9 + k / 8;
+	return ((size_t)1 << bit) + (size_t)(k % 8 + 1) * ((size_t)1 << (bit - 3));
 }
 
 MW_HIDDEN void *mw_malloc_slow(size_t n);
@@ -183,11 +195,14 @@ static inline void *mw_malloc_inline(size_t n)
 	return mw_malloc_slow(n);
 }
 
-/* Inline when the block is the calling thread's and its class's stack has
- * room. pg->lo is UINT32_MAX (MW_LO_NEVER) for every entry that is not a
- * small page (so a thread without a heap never matches a large span's NULL
- * heap) and for a page with offset (aligned) blocks, whose pointers are not
- * block starts; see alloc_page.c for its other values. */
+/* Inline when the calling thread's stack for the block's class has room,
+ * whichever heap's page the block is on: the page counts it as in use
+ * until it comes back to the page, so it may just as well be handed out
+ * again by this thread (as jemalloc's thread caches do); overflowing
+ * stacks give blocks back to their pages' owners (alloc_page.c). pg->lo is
+ * UINT32_MAX (MW_LO_NEVER) for every entry that is not a small page and
+ * for a page with offset (aligned) blocks, whose pointers are not block
+ * starts; see alloc_page.c for its other values. */
 static inline void mw_free_inline(void *p)
 {
 	struct mw_page *pg;
@@ -200,7 +215,7 @@ static inline void mw_free_inline(void *p)
 	}
 	pg = mw_page_of(p);
 	h = mw_tls_heap;
-	if (__builtin_expect(pg->heap == h && pg->lo != UINT32_MAX, 1)) {
+	if (__builtin_expect(h != NULL && pg->lo != UINT32_MAX, 1)) {
 		unsigned c = pg->cls;
 		uint32_t k = h->stn[c];
 

@@ -104,20 +104,24 @@ void mw_free_slow(void *p, struct mw_page *pg)
 	if (pg->has_aligned)
 		p = mwh_block_start(pg, p);
 	h = mw_tls_heap;
-	if (pg->heap == h && h) {
-		mwh_heap_lock(h);
-		/* the class's stack is full: half of it goes back to pages */
-		if (!pg->has_aligned)
-			mwh_stack_flush(h, pg->cls, h->stcap[pg->cls] / 2);
-		mwh_small_free_local(h, pg, p);
-		mwh_heap_unlock(h);
-		return;
-	}
-	/* another thread's block */
-	if (!h) {
+	if (!h) {			/* a thread that never allocated */
 		mwh_remote_push(pg->heap, p, p);
 		return;
 	}
+	mwh_heap_lock(h);
+	/* the class's stack is full: half of it goes back to pages */
+	if (!pg->has_aligned)
+		mwh_stack_flush(h, pg->cls, h->stcap[pg->cls] / 2);
+	if (pg->heap == h)
+		mwh_small_free_local(h, pg, p);
+	else
+		mwh_foreign_add(h, p);
+	mwh_heap_unlock(h);
+}
+
+/* Batch another heap's block for handing back. */
+void mwh_foreign_add(struct mw_heap *h, void *p)
+{
 	if (h->fn == MW_FSTK)
 		mwh_foreign_flush(h);
 	h->fstk[h->fn] = p;

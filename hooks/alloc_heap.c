@@ -105,16 +105,16 @@ struct mw_heap *mwh_heap_get(void)
 	return h;
 }
 
-/* Every stacked block back to its page (pages may become free). */
+/* Every stacked block back to its page's owner (pages may become free). */
 void mwh_heap_flush(struct mw_heap *h)
 {
 	unsigned c;
 
-	mwh_foreign_flush(h);
 	mwh_heap_lock(h);
 	for (c = 0; c < MW_NSMALL; c++)
 		mwh_stack_flush(h, c, 0);
 	mwh_heap_unlock(h);
+	mwh_foreign_flush(h);
 }
 
 /* Thread exit: the heap (with its pages) waits for the next new thread. */

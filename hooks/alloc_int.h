@@ -24,9 +24,9 @@
 #include "hooks/alloc.h"
 
 #define MW_PAGE 4096
-#define MW_RETAIN_MIN ((size_t)4 << 20)	/* retained whatever the peak */
+#define MW_RETAIN_MIN ((size_t)1 << 20)	/* retained whatever the peak */
 #define MW_RETAIN_CAP ((size_t)1 << 30)
-#define MW_TC_BYTES ((size_t)2 << 20)	/* per-thread span cache */
+#define MW_TC_BYTES ((size_t)1 << 20)	/* per-thread span cache */
 #define MW_LO_NEVER UINT32_MAX		/* mw_page.lo: free never inline */
 
 /* A small spinlock: it never allocates, and fork() can reset it. */
@@ -150,5 +150,6 @@ MW_HIDDEN void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align,
 /* alloc_free.c */
 MW_HIDDEN struct mw_page *mwh_large_span(struct mw_page *pg);
 MW_HIDDEN void mwh_foreign_flush(struct mw_heap *h);
+MW_HIDDEN void mwh_foreign_add(struct mw_heap *h, void *p);
 
 #endif /* MW_HOOKS_ALLOC_INT_H */

@@ -115,16 +115,21 @@ void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg, void *p)
 	}
 }
 
-/* Give all but `keep` blocks of a class's stack back to their pages. */
+/* Give all but `keep` blocks of a class's stack back to their pages: ours
+ * directly, other heaps' through the batched remote lists. */
 void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep)
 {
 	while (h->stn[c] > keep) {
 		uint32_t k = h->stn[c] - 1;
 		void *b = h->stk[c][k];
+		struct mw_page *pg = mw_page_of(b);
 
 		__atomic_store_n(&h->stn[c], k, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		mwh_small_free_local(h, mw_page_of(b), b);
+		if (pg->heap == h)
+			mwh_small_free_local(h, pg, b);
+		else
+			mwh_foreign_add(h, b);
 	}
 }
 
@@ -135,7 +140,7 @@ void mwh_stacks_init(struct mw_heap *h)
 	for (c = 0; c < MW_NSMALL; c++) {
 		size_t n = MW_STK_BYTES / mw_small_size(c);
 
-		h->stcap[c] = (uint32_t)(n > MW_STK ? MW_STK : n < 4 ? 4 : n);
+		h->stcap[c] = (uint32_t)(n > MW_STK ? MW_STK : n < 2 ? 2 : n);
 	}
 }
 

@@ -17,8 +17,9 @@
  * at 1 GiB, where "in use" counts every span handed out (small pages
  * included) and "peak" its maximum so far: in-use plus retained memory
  * never grows past the most the program ever had in use at once by more
- * than retain_min (4 MiB or mallopt's M_TRIM_THRESHOLD) or 1/32. A program cycling through the same working
- * set therefore never releases, and one whose needs move on releases the
+ * than retain_min (1 MiB or mallopt's M_TRIM_THRESHOLD) or 1/32. A
+ * program cycling through the same working set therefore never releases,
+ * and one whose needs move on releases the
  * coldest spans first (LRU), always with the release callback first. The
  * check runs when a span is freed and when one is made from fresh memory.
  * malloc_trim() releases every retained span. Released spans keep their

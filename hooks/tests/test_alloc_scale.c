@@ -6,7 +6,7 @@
  *             callback runs just before its madvise) and commit happens
  *             with the lock free, and the allocator's own count is 0;
  *   bound     in-use plus retained span bytes never exceed the peak in use
- *             by more than max(4 MiB, peak / 32) (the RSS promise), while a
+ *             by more than max(1 MiB, peak / 32) (the RSS promise), while a
  *             steady cycle still never releases;
  *   disjoint  full-page churn (the larson pattern) never hands a block out
  *             twice: live blocks stay disjoint and keep their contents;
