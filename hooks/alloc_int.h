@@ -26,7 +26,7 @@
 #define MW_PAGE 4096
 #define MW_RETAIN_MIN ((size_t)1 << 20)	/* retained whatever the peak */
 #define MW_RETAIN_CAP ((size_t)1 << 30)
-#define MW_TC_BYTES ((size_t)1 << 20)	/* per-thread span cache */
+#define MW_TC_BYTES ((size_t)256 << 10)	/* per-thread span cache */
 #define MW_LO_NEVER UINT32_MAX		/* mw_page.lo: free never inline */
 
 /* A small spinlock: it never allocates, and fork() can reset it. */

@@ -66,7 +66,9 @@ $(T)/mwrun: bench/mwrun.c | $(T)
 
 bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD) $(T)/larson $(T)/mwrun
 	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
-	@T=$(T) TOP=$(TOP) LIBMMUWATCH=$(LIB)/libmmuwatch.so bash bench/alloc.sh
+	@T=$(T) TOP=$(TOP) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
+		MW_BENCH_ALLOC_EXTRA=ours_hooks_only=$(PRELOAD)$${MW_BENCH_ALLOC_EXTRA:+,$$MW_BENCH_ALLOC_EXTRA} \
+		bash bench/alloc.sh
 	@o=$$(MMUWATCH_LEAVE_PINNED=1 LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
 	g=$$(MMUWATCH_LEAVE_PINNED=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
 		LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
