@@ -64,11 +64,24 @@ void *mw_malloc_slow(size_t n)
 		return NULL;
 	}
 	if (n <= MW_SMALL_MAX) {
+		struct mw_page *spare = NULL;
 		void *b;
 
-		mwh_heap_lock(h);
-		b = mwh_small_alloc_slow(h, mw_small_class(n));
-		mwh_heap_unlock(h);
+		for (;;) {
+			mwh_heap_lock(h);
+			b = mwh_small_alloc_slow(h, mw_small_class(n), &spare);
+			mwh_heap_unlock_put(h);
+			if (b || spare)
+				break;
+			/* a new page, got without the heap's lock */
+			spare = mwh_span_get(h, 0);
+			if (!spare) {
+				errno = ENOMEM;
+				return NULL;
+			}
+		}
+		if (spare)	/* blocks came back meanwhile: not needed */
+			mwh_span_put(h, spare, 0);
 		if (!b)
 			errno = ENOMEM;
 		return b;

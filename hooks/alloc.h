@@ -86,6 +86,7 @@ struct mw_heap {
 	void *fstk[MW_FSTK];
 	struct mw_page *cur[MW_NSMALL];
 	struct mw_page *avail[MW_NSMALL];
+	struct mw_page *pending;	/* emptied pages to give back */
 	_Atomic(void *) remote;		/* blocks freed by other threads */
 	struct mw_page *tcache[MW_NTCACHE][MW_TC_DEPTH];
 	uint8_t tcount[MW_NTCACHE];

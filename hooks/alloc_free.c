@@ -116,7 +116,7 @@ void mw_free_slow(void *p, struct mw_page *pg)
 		mwh_small_free_local(h, pg, p);
 	else
 		mwh_foreign_add(h, p);
-	mwh_heap_unlock(h);
+	mwh_heap_unlock_put(h);
 }
 
 /* Batch another heap's block for handing back. */

@@ -113,7 +113,7 @@ void mwh_heap_flush(struct mw_heap *h)
 	mwh_heap_lock(h);
 	for (c = 0; c < MW_NSMALL; c++)
 		mwh_stack_flush(h, c, 0);
-	mwh_heap_unlock(h);
+	mwh_heap_unlock_put(h);
 	mwh_foreign_flush(h);
 }
 

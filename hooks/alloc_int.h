@@ -9,8 +9,9 @@
  *   alloc_span.c   the arena, spans, the span cache and bins, retention
  *   alloc_heap.c   per-thread heaps: creation, thread exit, fork
  * Lock order: g.heap_lock, then a heap's lock, then g.lock. No system call
- * is ever made while g.lock is held (memory is committed and released
- * outside it; g.lock_syscalls counts violations for the tests).
+ * is ever made while g.lock or a heap's lock is held (memory is committed
+ * and released outside them; g.lock_syscalls counts violations for the
+ * tests).
  */
 #ifndef MW_HOOKS_ALLOC_INT_H
 #define MW_HOOKS_ALLOC_INT_H
@@ -111,7 +112,9 @@ MW_HIDDEN size_t mwh_retain_limit(void);
 MW_HIDDEN int mwh_trim_all(void);
 
 /* alloc_page.c (callers hold the heap's lock) */
-MW_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c);
+MW_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
+				   struct mw_page **spare);
+MW_HIDDEN void mwh_heap_unlock_put(struct mw_heap *h);
 MW_HIDDEN void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg,
 				   void *p);
 MW_HIDDEN void *mwh_block_start(struct mw_page *pg, void *p);
@@ -124,16 +127,21 @@ MW_HIDDEN void mwh_page_set_aligned(struct mw_page *pg);
 MW_HIDDEN int mwh_global_init(void);
 MW_HIDDEN struct mw_heap *mwh_heap_get(void);
 
+/* Allocator locks the calling thread holds (g.lock, its heap's lock):
+ * mwh_syscall_check() counts a system call made while any is held. */
+MW_HIDDEN extern __thread int mwh_locks_held
+	__attribute__((tls_model("initial-exec")));
+
 static inline void mwh_heap_lock(struct mw_heap *h)
 {
-	if (h)
-		mwh_lock(&h->lock);
+	mwh_lock(&h->lock);
+	mwh_locks_held++;
 }
 
 static inline void mwh_heap_unlock(struct mw_heap *h)
 {
-	if (h)
-		mwh_unlock(&h->lock);
+	mwh_locks_held--;
+	mwh_unlock(&h->lock);
 }
 
 /* The calling thread's heap, made on first use; NULL when out of memory. */

@@ -68,13 +68,11 @@ static int mwh_page_extend(struct mw_page *pg)
 	return 1;
 }
 
-static struct mw_page *mwh_small_page_new(struct mw_heap *h, unsigned c)
+static struct mw_page *mwh_small_page_init(struct mw_heap *h, unsigned c,
+					   struct mw_page *pg)
 {
-	struct mw_page *pg = mwh_span_get(h, 0);
 	size_t bs = mw_small_size(c);
 
-	if (!pg)
-		return NULL;
 	pg->kind = MW_KIND_SMALL;
 	pg->cls = (uint8_t)c;
 	pg->block = (uint32_t)bs;
@@ -111,6 +109,24 @@ void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg, void *p)
 	if (pg->used == 0 && h->cur[pg->cls] != pg) {
 		mwh_bin_unlink(&h->avail[pg->cls], pg);
 		pg->cls = 0;		/* now a one-unit span (large class 0) */
+		/* given back by mwh_heap_unlock_put(), after the lock */
+		pg->next = h->pending;
+		h->pending = pg;
+	}
+}
+
+/* Drop the heap's lock, then give back the pages that became empty under
+ * it (giving back may release memory: no system call under the lock). A
+ * fork child that sees a page on the list but not yet given back never
+ * gives it back: memory lost to the child, nothing handed out twice. */
+void mwh_heap_unlock_put(struct mw_heap *h)
+{
+	struct mw_page *pg;
+
+	mwh_heap_unlock(h);
+	while ((pg = h->pending) != NULL) {
+		h->pending = pg->next;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mwh_span_put(h, pg, 0);
 	}
 }
@@ -157,7 +173,15 @@ static void mwh_remote_drain(struct mw_heap *h)
 	}
 }
 
-void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c)
+/*
+ * With the heap's lock held. A new page, when one is needed, is *spare
+ * (taken over, *spare set to NULL); without one, NULL is returned with the
+ * class left on the empty page, and the caller gets a span outside the lock
+ * (getting one may commit memory: no system call under the lock) and calls
+ * again.
+ */
+void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
+			   struct mw_page **spare)
 {
 	struct mw_page *pg;
 	void *b;
@@ -171,10 +195,12 @@ void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c)
 			mwh_page_set_lo(pg);
 		}
 		pg = h->avail[c];
-		if (pg)
+		if (pg) {
 			mwh_bin_unlink(&h->avail[c], pg);
-		else
-			pg = mwh_small_page_new(h, c);
+		} else if (*spare) {
+			pg = mwh_small_page_init(h, c, *spare);
+			*spare = NULL;
+		}
 		if (!pg) {
 			h->cur[c] = &mwh_empty_page;
 			return NULL;

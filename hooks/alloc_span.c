@@ -42,6 +42,9 @@
 #define MW_RESERVE_MAX ((uintptr_t)1 << 40)	/* 1 TiB of address space */
 #define MW_RESERVE_MIN ((uintptr_t)1 << 30)
 #define MW_COMMIT_STEP ((uintptr_t)4 << 20)
+#ifndef MW_RETAIN_SLACK
+#define MW_RETAIN_SLACK 32			/* in use / 32 may stay retained */
+#endif
 /* metadata bytes for arena bytes: one entry per unit */
 #define MW_META_OF(len) (((len) >> MW_UNIT_SHIFT) * MW_META)
 
@@ -49,24 +52,25 @@ MW_HIDDEN struct mwh_arena mwh_arena;
 MW_HIDDEN struct mwh_global mwh_g = { .retain_min = MW_RETAIN_MIN };
 #define g mwh_g
 
-static __thread int mwh_holding __attribute__((tls_model("initial-exec")));
+MW_HIDDEN __thread int mwh_locks_held
+	__attribute__((tls_model("initial-exec")));
 
 void mwh_glock(void)
 {
 	mwh_lock(&g.lock);
-	mwh_holding = 1;
+	mwh_locks_held++;
 }
 
 void mwh_gunlock(void)
 {
-	mwh_holding = 0;
+	mwh_locks_held--;
 	mwh_unlock(&g.lock);
 }
 
 /* Called before each system call the allocator makes. */
 void mwh_syscall_check(void)
 {
-	if (mwh_holding)
+	if (mwh_locks_held)
 		atomic_fetch_add_explicit(&g.lock_syscalls, 1,
 					  memory_order_relaxed);
 }
@@ -204,8 +208,8 @@ size_t mwh_retain_limit(void)
 	long inuse = atomic_load_explicit(&g.inuse, memory_order_relaxed);
 	size_t room = peak > inuse ? (size_t)(peak - inuse) : 0;
 
-	if (room < (size_t)inuse / 32)	/* a little slack at the peak */
-		room = (size_t)inuse / 32;
+	if (room < (size_t)inuse / MW_RETAIN_SLACK)	/* slack at the peak */
+		room = (size_t)inuse / MW_RETAIN_SLACK;
 	if (room > MW_RETAIN_CAP)
 		room = MW_RETAIN_CAP;
 	return room > g.retain_min ? room : g.retain_min;
@@ -315,6 +319,10 @@ static void mwh_span_retain(struct mw_page *s, int release)
 /* ---- the per-thread span cache --------------------------------------- */
 
 /*
+ * Spans in it count as in use (so the hot large-block path makes no atomic
+ * update of the shared counters, and in use + retained still counts every
+ * committed span once).
+ *
  * Changed by its owner only, without the heap lock (large blocks take this
  * path on every malloc and free), in an order that a fork() child, which
  * sees some prefix of the owner's stores, always finds sound: an entry
@@ -356,28 +364,30 @@ void mwh_tcache_flush(struct mw_heap *h)
 	unsigned c;
 
 	for (c = 0; c < MW_NTCACHE; c++)
-		while ((s = mwh_tc_pop(h, c)) != NULL)
+		while ((s = mwh_tc_pop(h, c)) != NULL) {
+			mwh_account(-(long)(s->units * MW_UNIT));
 			mwh_span_retain(s, 0);
+		}
 }
 
 /* ---- spans ------------------------------------------------------------ */
 
 /*
  * A span of class c for the calling heap h (may be NULL). A retained span
- * of one of the next MW_FIT classes (up to a quarter bigger) is better
+ * of one of the next MW_FIT classes (up to twice as big) is better
  * than fresh memory: its pages are resident already, and fresh pages would
  * push retained ones out. Small pages (class 0) take exactly one unit.
  */
-#define MW_FIT 2
+#define MW_FIT 8
 struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 {
 	struct mw_page *s = NULL;
 	size_t units;
-	int fresh = 0;
+	int fresh = 0, cached = 0;
 	unsigned k, last = c ? c + MW_FIT : c;
 
 	if (h && c < MW_NTCACHE)
-		s = mwh_tc_pop(h, c);
+		cached = (s = mwh_tc_pop(h, c)) != NULL;
 	if (!s) {
 		mwh_glock();
 		for (k = c; k <= last && k < MW_NLARGE && !g.hot[k]; k++)
@@ -409,7 +419,8 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 	s->lo = MW_LO_NEVER;
 	s->next = s->prev = NULL;
 	s->lru_next = s->lru_prev = NULL;
-	mwh_account((long)(units * MW_UNIT));
+	if (!cached)		/* a cached span still counts as in use */
+		mwh_account((long)(units * MW_UNIT));
 	if (fresh)		/* new physical pages: in use + retained grows */
 		mwh_trim_to_limit();
 	return s;
@@ -425,9 +436,9 @@ void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 	s->heap = NULL;
 	s->lo = MW_LO_NEVER;
 	s->clean_from = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
-	mwh_account(-(long)len);
 	if (!release && h && c < MW_NTCACHE && mwh_tc_push(h, c, s))
-		return;
+		return;		/* still "in use" for the retention limit */
+	mwh_account(-(long)len);
 	mwh_span_retain(s, release);
 }
 

@@ -241,7 +241,8 @@ while read -r w a m med lo hi conv; do
 done < <(sort "$W/stats")
 # absolute figures and ours over the best anchor
 awk '$1 == "ABS" { printf "RESULT alloc_abs_%s_%s %s s\nRESULT alloc_abs_%s_%s_rss %s KiB\n", $2, $3, $4, $2, $3, $5 }' "$W/stats" | sort
-awk '$1 == "ABS" { t[$2, $3] = $4; r[$2, $3] = $5; w[$2] = 1; if ($3 != "ours") an[$3] = 1 }
+# (the best of the anchors proper: glibc, jemalloc, mimalloc, mimalloc_latest)
+awk '$1 == "ABS" { t[$2, $3] = $4; r[$2, $3] = $5; w[$2] = 1; if ($3 ~ /^(glibc|jemalloc|mimalloc|mimalloc_latest)$/) an[$3] = 1 }
 	END { for (x in w) { bt = 0; for (a in an) if ((x, a) in t && (bt == 0 || t[x, a] < bt)) { bt = t[x, a]; ba = a }
 		if (bt > 0 && (x, "ours") in t) printf "RESULT %s_vs_best %.3f x (best: %s; medians)\n", (x ~ /^(larson_|mixed|xthread)/ ? "alloc_" x : "realprog_" x), t[x, "ours"] / bt, ba } }' "$W/stats" | sort
 [ -n "$notconv" ] && echo "# alloc bench: not within +-5 % after $round rounds:$notconv"

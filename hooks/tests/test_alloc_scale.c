@@ -2,9 +2,11 @@
 /*
  * What the scalable allocator redesign promises, checked against its
  * internals (linked directly, like test_alloc.c):
- *   nolock    no system call while g.lock is held: every release (the
- *             callback runs just before its madvise) and commit happens
- *             with the lock free, and the allocator's own count is 0;
+ *   nolock    no system call while g.lock or the thread's heap lock is
+ *             held: every release (the callback runs just before its
+ *             madvise) and commit happens with the locks free, and the
+ *             allocator's own count is 0 (small-block churn included:
+ *             emptied pages are given back after the heap lock);
  *   bound     in-use plus retained span bytes never exceed the peak in use
  *             by more than max(1 MiB, peak / 32) (the RSS promise), while a
  *             steady cycle still never releases;
@@ -54,7 +56,8 @@ static void cb(uintptr_t s, uintptr_t e, enum mw_release_kind k)
 {
 	(void)s; (void)e; (void)k;
 	cb_n++;
-	cb_locked += atomic_load(&mwh_g.lock) != 0;
+	cb_locked += atomic_load(&mwh_g.lock) != 0 ||
+		     (mw_tls_heap && atomic_load(&mw_tls_heap->lock) != 0);
 }
 
 static uint64_t rng(uint64_t *s)
