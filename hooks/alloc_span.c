@@ -374,11 +374,11 @@ void mwh_tcache_flush(struct mw_heap *h)
 
 /*
  * A span of class c for the calling heap h (may be NULL). A retained span
- * of one of the next MW_FIT classes (up to twice as big) is better
+ * of one of the next MW_FIT classes (up to a quarter bigger) is better
  * than fresh memory: its pages are resident already, and fresh pages would
  * push retained ones out. Small pages (class 0) take exactly one unit.
  */
-#define MW_FIT 8
+#define MW_FIT 2
 struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 {
 	struct mw_page *s = NULL;

@@ -233,6 +233,11 @@ while read -r w a m med lo hi conv; do
 	echo "RESULT ${nm}_ci95_lo $lo x"
 	echo "RESULT ${nm}_ci95_hi $hi x"
 	[ "$conv" = 1 ] || notconv="$notconv $nm"
+	# the newest mimalloc under the name for real programs too
+	if [ "$base" != alloc ] && [ "$a" = mimalloc_latest ]; then
+		al=alloc_$([ "$m" = rss ] && echo rss_)vs_mimalloc_latest_$w
+		echo "RESULT $al $med x"; echo "RESULT ${al}_ci95_lo $lo x"; echo "RESULT ${al}_ci95_hi $hi x"
+	fi
 	# the official names
 	[ "$a/$m/$w" = jemalloc/time/larson_1thr ] && echo "RESULT alloc_vs_jemalloc_1thr $med x" &&
 		echo "RESULT alloc_vs_jemalloc_1thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_1thr_ci95_hi $hi x"
