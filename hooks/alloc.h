@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The name-shifted allocator: internal layout and the inline fast paths.
+ * The name-shifted allocator: what the rest of hooks/ calls, and the inline
+ * fast paths the interposed malloc/free are made of. The allocator itself is
+ * split by job (alloc_int.h lists the files).
  *
- * Layout. One big address range is reserved PROT_NONE at first use and
- * committed as it is handed out, so "is this pointer ours" is one subtraction
- * and compare. It is cut into 64 KiB units. Every allocation lives in a
- * "page": a run of units whose first 128 bytes are a header (struct mw_page).
- *   - small (<= 8 KiB): one-unit pages holding blocks of one size class,
+ * Layout. One big address range (the arena) is reserved PROT_NONE at first
+ * use and committed as it is handed out, so "is this pointer ours" is one
+ * subtraction and compare. It is cut into 64 KiB units. Every allocation
+ * lives in a "page": a run of units described by one entry (struct mw_page)
+ * of a separate, dense metadata array indexed by unit number (the entries
+ * of neighbouring units share cache lines; headers at the start of 64 KiB
+ * units would all fall into the same cache sets and evict each other).
+ *   - small (<= 32 KiB): one-unit pages holding blocks of one size class,
  *     owned by one thread's heap; the owner allocates and frees without
  *     atomics, other threads hand blocks back through the owner's lock-free
  *     "remote" list;
- *   - large (> 8 KiB): a span of units to itself (page-granular, effectively
+ *   - large (> 32 KiB): a span of units to itself (page-granular, effectively
  *     a direct mapping), kept in a per-thread cache and global bins when
- *     freed (see the retention policy in alloc.c).
- * The header of the page of any pointer p we returned is at
- * (p - 1) rounded down to 64 KiB: user data never starts at a unit boundary
- * except for over-aligned large blocks, which get a forwarding header one
- * unit below.
+ *     freed (see the retention policy in alloc_span.c).
+ * The entry of any pointer p we returned is the one of the unit holding p;
+ * an over-aligned large block that starts past its span's first unit has
+ * that unit's entry marked as forwarding to the span.
  */
 #ifndef MW_HOOKS_ALLOC_H
 #define MW_HOOKS_ALLOC_H
@@ -29,22 +33,29 @@
 
 #define MW_UNIT_SHIFT 16
 #define MW_UNIT ((size_t)1 << MW_UNIT_SHIFT)
-#define MW_HDR 128			/* header bytes at the start of a page */
-#define MW_NSMALL 32			/* small size classes */
-#define MW_SMALL_MAX 8192
+#define MW_HDR 128			/* offset (and least alignment) of a large block */
+#define MW_META 128			/* bytes per metadata entry */
+#define MW_NSMALL 64			/* small size classes */
+#define MW_SMALL_MAX 32768
 #define MW_NLARGE 240			/* large classes (in units) */
 #define MW_NTCACHE 24			/* large classes cached per thread */
 #define MW_TC_DEPTH 4
+#define MW_STK 32			/* per-class stack of freed blocks */
+#define MW_STK_BYTES 16384		/* ... holding at most about this */
+#define MW_FSTK 128			/* other threads' blocks, batched */
 
-enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD };
+enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD, MW_KIND_META };
 enum mw_span_state { MW_SPAN_INUSE = 1, MW_SPAN_HOT, MW_SPAN_COLD };
 
 struct mw_heap;
 
+/* One unit's metadata. Small pages: written by the owning heap's thread
+ * only (others read heap/lo to see that the block is not theirs). */
 struct mw_page {
 	void *free;			/* small: owner's free list */
-	struct mw_heap *heap;		/* small: owning heap */
+	struct mw_heap *heap;		/* small: owning heap; else NULL */
 	uint32_t used;			/* small: blocks handed out */
+	uint32_t lo;			/* owner's free is inline while used > lo */
 	uint32_t capacity;
 	uint32_t block;			/* small: block size */
 	uint8_t kind;
@@ -58,11 +69,24 @@ struct mw_page {
 	struct mw_page *lru_next, *lru_prev; /* global retained LRU */
 	struct mw_page *fwd;		/* MW_KIND_FWD: the real span */
 };
-_Static_assert(sizeof(struct mw_page) <= MW_HDR, "page header too big");
+_Static_assert(sizeof(struct mw_page) <= MW_META, "page entry too big");
 
 struct mw_heap {
+	/* Blocks freed by this thread (any heap's), by class, as a stack of
+	 * pointers: malloc and free of a recently used size never touch the
+	 * block's memory (a freed block is usually cold: reading its
+	 * free-list link was the hot path's cache miss). Owner only;
+	 * bounded by stcap. */
+	uint32_t stn[MW_NSMALL];
+	uint32_t stcap[MW_NSMALL];
+	void *stk[MW_NSMALL][MW_STK];
+	/* Blocks of other heaps freed by this thread, handed back in batches
+	 * (one atomic exchange per owner per batch, not one per block). */
+	uint32_t fn;
+	void *fstk[MW_FSTK];
 	struct mw_page *cur[MW_NSMALL];
 	struct mw_page *avail[MW_NSMALL];
+	struct mw_page *pending;	/* emptied pages to give back */
 	_Atomic(void *) remote;		/* blocks freed by other threads */
 	struct mw_page *tcache[MW_NTCACHE][MW_TC_DEPTH];
 	uint8_t tcount[MW_NTCACHE];
@@ -74,30 +98,45 @@ struct mw_heap {
 	 * code that changes the page lists), and by fork's prepare handler
 	 * for every heap: a child never inherits a heap in the middle of a
 	 * list update. Uncontended except at fork. The fast paths and the
-	 * span cache (tcache) do without it (see alloc.c). */
+	 * span cache (tcache) do without it (see alloc_span.c). */
 	atomic_int lock;
 };
 
-struct mw_region {
+/* The arena: [base, base + size), and the metadata array of its units. */
+struct mwh_arena {
 	uintptr_t base;
 	uintptr_t size;
+	struct mw_page *meta;
 };
 
-MW_HIDDEN extern struct mw_region mw_region;
+MW_HIDDEN extern struct mwh_arena mwh_arena;
 MW_HIDDEN extern __thread struct mw_heap *mw_tls_heap
 	__attribute__((tls_model("initial-exec")));
 
 static inline int mw_owns(const void *p)
 {
-	return (uintptr_t)p - mw_region.base < mw_region.size;
+	return (uintptr_t)p - mwh_arena.base < mwh_arena.size;
 }
 
+/* The entry of the unit holding p (p ours). */
 static inline struct mw_page *mw_page_of(const void *p)
 {
-	return (struct mw_page *)(((uintptr_t)p - 1) & ~(MW_UNIT - 1));
+	return mwh_arena.meta +
+	       (((uintptr_t)p - mwh_arena.base) >> MW_UNIT_SHIFT);
 }
 
-/* 16-byte steps to 128, then four classes per power of two up to 8 KiB. */
+/* The first byte of the unit an entry describes. */
+static inline uintptr_t mw_page_addr(const struct mw_page *pg)
+{
+	return mwh_arena.base +
+	       ((uintptr_t)(pg - mwh_arena.meta) << MW_UNIT_SHIFT);
+}
+
+/* 16-byte steps to 128, four classes per power of two to 512, then eight
+ * to 32 KiB (at most 12.5 % rounding where blocks are big enough for it to
+ * show in RSS). Blocks of 8 .. 32 KiB share 64 KiB pages rather than taking
+ * a unit each: pages are threaded lazily, so a block touches only its own
+ * memory. */
 static inline unsigned mw_small_class(size_t n)
 {
 	unsigned bit;
@@ -105,7 +144,9 @@ static inline unsigned mw_small_class(size_t n)
 	if (n <= 128)
 		return n ? (unsigned)((n + 15) >> 4) - 1 : 0;
 	bit = 63 - (unsigned)__builtin_clzl(n - 1);
-	return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+	if (n <= 512)
+		return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+	return 16 + (bit - 9) * 8 + (unsigned)(((n - 1) >> (bit - 3)) & 7);
 }
 
 static inline size_t mw_small_size(unsigned c)
@@ -114,9 +155,14 @@ static inline size_t mw_small_size(unsigned c)
 
 	if (c < 8)
 		return (size_t)(c + 1) << 4;
-	k = c - 8;
-	bit = 7 + k / 4;
-	return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+	if (c < 16) {
+		k = c - 8;
+		bit = 7 + k / 4;
+		return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+	}
+	k = c - 16;
+	bit = 9 + k / 8;
+	return ((size_t)1 << bit) + (size_t)(k % 8 + 1) * ((size_t)1 << (bit - 3));
 }
 
 MW_HIDDEN void *mw_malloc_slow(size_t n);
@@ -128,9 +174,19 @@ static inline void *mw_malloc_inline(size_t n)
 	struct mw_heap *h = mw_tls_heap;
 
 	if (__builtin_expect(h != NULL && n <= MW_SMALL_MAX, 1)) {
-		struct mw_page *pg = h->cur[mw_small_class(n)];
-		void *b = pg->free;
+		unsigned c = mw_small_class(n);
+		uint32_t k = h->stn[c];
+		struct mw_page *pg;
+		void *b;
 
+		if (__builtin_expect(k != 0, 1)) {
+			/* count first: a fork child sees the block gone */
+			__atomic_store_n(&h->stn[c], k - 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return h->stk[c][k - 1];
+		}
+		pg = h->cur[c];
+		b = pg->free;
 		if (__builtin_expect(b != NULL, 1)) {
 			pg->free = *(void **)b;
 			pg->used++;
@@ -140,9 +196,18 @@ static inline void *mw_malloc_inline(size_t n)
 	return mw_malloc_slow(n);
 }
 
+/* Inline when the calling thread's stack for the block's class has room,
+ * whichever heap's page the block is on: the page counts it as in use
+ * until it comes back to the page, so it may just as well be handed out
+ * again by this thread (as jemalloc's thread caches do); overflowing
+ * stacks give blocks back to their pages' owners (alloc_page.c). pg->lo is
+ * UINT32_MAX (MW_LO_NEVER) for every entry that is not a small page and
+ * for a page with offset (aligned) blocks, whose pointers are not block
+ * starts; see alloc_page.c for its other values. */
 static inline void mw_free_inline(void *p)
 {
 	struct mw_page *pg;
+	struct mw_heap *h;
 
 	if (__builtin_expect(!mw_owns(p), 0)) {
 		if (p)
@@ -150,12 +215,18 @@ static inline void mw_free_inline(void *p)
 		return;
 	}
 	pg = mw_page_of(p);
-	if (__builtin_expect(pg->kind == MW_KIND_SMALL && pg->heap == mw_tls_heap &&
-			     !pg->has_aligned && !pg->full && pg->used > 1, 1)) {
-		*(void **)p = pg->free;
-		pg->free = p;
-		pg->used--;
-		return;
+	h = mw_tls_heap;
+	if (__builtin_expect(h != NULL && pg->lo != UINT32_MAX, 1)) {
+		unsigned c = pg->cls;
+		uint32_t k = h->stn[c];
+
+		if (__builtin_expect(k < h->stcap[c], 1)) {
+			/* block first: a fork child never counts a stale slot */
+			h->stk[c][k] = p;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&h->stn[c], k + 1, __ATOMIC_RELAXED);
+			return;
+		}
 	}
 	mw_free_slow(p, pg);
 }
@@ -181,10 +252,11 @@ MW_HIDDEN int mw_alloc_prepare(void);
 struct mw_alloc_stats {
 	unsigned long releases;		/* times memory went back to the OS */
 	unsigned long released_bytes;
-	unsigned long retained_bytes;	/* freed large spans kept committed */
+	unsigned long retained_bytes;	/* freed spans kept committed (global) */
 	unsigned long retain_limit;
-	unsigned long inuse_large;
-	unsigned long peak_large;
+	unsigned long inuse_large;	/* bytes of spans in use (pages too) */
+	unsigned long peak_large;	/* the most ever in use at once */
+	unsigned long lock_syscalls;	/* syscalls made holding g.lock: 0 */
 };
 MW_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

@@ -51,6 +51,18 @@ control "matrix with one expected cell flipped" $T/test_matrix --mutate
 run "allocator internals" $T/test_alloc
 run "allocator internals under ASan+UBSan" $T/test_alloc_asan
 control "allocator without release callback" env MWTEST_NO_CB=1 $T/test_alloc
+# the scalable allocator's promises (test_alloc_scale.c), each with its control
+run "allocator: no syscall under the lock, RSS bound, churn, cross-thread, lazy pages, family" \
+	$T/test_alloc_scale
+run "allocator promises under ASan+UBSan" $T/test_alloc_scale_asan
+control "allocator releasing under its lock" $T/test_alloc_scale_locked
+for n in bound disjoint xthread lazy; do
+	control "allocator check '$n' broken on purpose" env MWTEST_NEG=$n $T/test_alloc_scale
+done
+if command -v valgrind >/dev/null; then
+	run "allocator promises under valgrind memcheck (our blocks are raw memory to it)" \
+		valgrind -q --error-exitcode=9 $T/test_alloc_scale
+fi
 
 # --- interception in each install mode --------------------------------------
 run "intercept: LD_PRELOAD" $LP LD_PRELOAD=$PRELOAD $T/test_intercept $RELRO $DL

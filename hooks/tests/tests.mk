@@ -18,7 +18,7 @@ $(T)/test_matrix: tests/test_matrix.c $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
 
 # The allocator's internals linked directly (no interposition): ASan-able.
-ALLOC_SRC := alloc.c release.c
+ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c release.c
 $(T)/test_alloc: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
 $(T)/test_alloc_asan: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
@@ -54,6 +54,19 @@ $(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
 $(T)/bench_alloc: tests/bench_alloc.c $(ARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
 
+# The scalable allocator's promises (test_alloc_scale.c); the _locked build
+# releases under the allocator lock: the negative control of "nolock".
+TESTS += $(T)/test_alloc_scale $(T)/test_alloc_scale_locked
+$(T)/test_alloc_scale: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
+$(T)/test_alloc_scale_locked: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) -DMWH_TEST_RELEASE_LOCKED -fno-builtin-malloc -fno-builtin-free \
+		-o $@ $< $(ALLOC_SRC)
+TESTS += $(T)/test_alloc_scale_asan
+$(T)/test_alloc_scale_asan: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
+		-o $@ $< $(ALLOC_SRC)
+
 check: all $(TESTS)
 	@T=$(T) PRELOAD=$(PRELOAD) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
 		sh tests/run.sh
@@ -61,8 +74,18 @@ check: all $(TESTS)
 		$(MAKE) --no-print-directory check-neighbour; \
 	else echo "ok - # SKIP neighbour matrix: no libucx-dev or libmmuwatch.so"; fi
 
-bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD)
+# The allocator against glibc, jemalloc and mimalloc (Debian's and the
+# newest release), microbenchmarks and real programs (hooks/bench/alloc.sh).
+$(T)/larson: bench/larson.c | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< -ldl
+$(T)/mwrun: bench/mwrun.c | $(T)
+	$(CC) $(TCFLAGS) -o $@ $<
+
+bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD) $(T)/larson $(T)/mwrun
 	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
+	@T=$(T) TOP=$(TOP) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
+		MW_BENCH_ALLOC_EXTRA=ours_hooks_only=$(PRELOAD)$${MW_BENCH_ALLOC_EXTRA:+,$$MW_BENCH_ALLOC_EXTRA} \
+		bash bench/alloc.sh
 	@o=$$(MMUWATCH_LEAVE_PINNED=1 LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \
 	g=$$(MMUWATCH_LEAVE_PINNED=1 MMUWATCH_HOOKS_ALLOCATOR=0 \
 		LD_PRELOAD=$(PRELOAD) $(T)/release_count) && \

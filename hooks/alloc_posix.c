@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The rest of the malloc family on top of alloc.c/alloc_free.c: realloc,
+ * memalign/posix_memalign/aligned_alloc/valloc/pvalloc with glibc 2.36's
+ * rules, malloc_usable_size, malloc_trim, mallopt, and the statistics and
+ * self-test knobs the other hooks files use.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hooks/alloc_int.h"
+
+extern void *__libc_realloc(void *, size_t) __attribute__((weak));
+
+size_t mw_malloc_usable_size(void *p)
+{
+	struct mw_page *pg;
+
+	if (!p)
+		return 0;
+	if (!mw_owns(p))
+		return mw_libc_usable_size ? mw_libc_usable_size(p) : 0;
+	pg = mw_page_of(p);
+	if (pg->kind == MW_KIND_SMALL) {
+		char *b = pg->has_aligned ? mwh_block_start(pg, p) : p;
+
+		return pg->block - (size_t)((char *)p - b);
+	}
+	pg = mwh_large_span(pg);
+	return mw_page_addr(pg) + pg->units * MW_UNIT - (uintptr_t)p;
+}
+
+void *mw_realloc(void *p, size_t n)
+{
+	size_t have;
+	void *q;
+
+	if (!p)
+		return mw_malloc(n);
+	if (!mw_owns(p)) {
+		/* glibc's block stays glibc's */
+		if (__libc_realloc)
+			return __libc_realloc(p, n);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (n == 0) {			/* glibc: free and return NULL */
+		mw_free(p);
+		return NULL;
+	}
+	have = mw_malloc_usable_size(p);
+	if (n <= have && n >= have / 2)
+		return p;
+	q = mw_malloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, n < have ? n : have);
+	mw_free(p);
+	return q;
+}
+
+void *mw_memalign(size_t align, size_t n)
+{
+	struct mw_heap *h;
+	size_t want;
+	char *b;
+	uintptr_t p;
+
+	/* glibc 2.36's memalign: small alignments are malloc's; others are
+	 * rounded up to a power of two; only impossible ones are EINVAL. */
+	if (align <= 16)
+		return mw_malloc(n);
+	if (align > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align & (align - 1))
+		align = (size_t)1 << (sizeof(long) * 8 - __builtin_clzl(align));
+	if (n > mwh_arena.size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* At least one byte: the aligned pointer may sit up to align - 16
+	 * bytes into a block of n + align - 16 bytes, so with n = 0 it could
+	 * be the end of the block, i.e. the start of the next one. */
+	if (n == 0)
+		n = 1;
+	want = n + align - 16;
+	if (want > MW_SMALL_MAX || align > MW_PAGE) {
+		h = mwh_heap();
+		if (!h) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return mwh_large_alloc(h, n, align, 0);
+	}
+	b = mw_malloc(want);
+	if (!b)
+		return NULL;
+	p = ((uintptr_t)b + align - 1) & ~(align - 1);
+	if (p != (uintptr_t)b) {
+		mwh_page_set_aligned(mw_page_of(b));
+		/* set before the pointer can be stored anywhere (fork) */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	return (void *)p;
+}
+
+int mw_posix_memalign(void **out, size_t align, size_t n)
+{
+	void *p;
+	int saved = errno;
+
+	if (!out || align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	p = mw_memalign(align, n);
+	if (!p) {
+		int e = errno;
+
+		errno = saved;
+		return e ? e : ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+/* glibc 2.36: aligned_alloc is memalign (the power-of-two check came in
+ * 2.38). */
+void *mw_aligned_alloc(size_t align, size_t n)
+{
+	return mw_memalign(align, n);
+}
+
+void *mw_valloc(size_t n)
+{
+	return mw_memalign(MW_PAGE, n);
+}
+
+void *mw_pvalloc(size_t n)
+{
+	size_t r;
+
+	if (__builtin_add_overflow(n, MW_PAGE - 1, &r)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return mw_memalign(MW_PAGE, (r & ~(size_t)(MW_PAGE - 1)) ?: MW_PAGE);
+}
+
+/* Release every retained span; glibc's heap is trimmed too. */
+int mw_malloc_trim(size_t pad)
+{
+	int any = 0;
+
+	if (mw_libc_trim)
+		any = mw_libc_trim(pad);
+	if (atomic_load(&mwh_g.init) != 2)
+		return any;
+	return mwh_trim_all() || any;
+}
+
+int mw_mallopt(int param, int value)
+{
+	if (mw_libc_mallopt)
+		mw_libc_mallopt(param, value);
+	switch (param) {
+	case -1:	/* M_TRIM_THRESHOLD: our minimum retention */
+		if (value < 0)
+			return 0;
+		mwh_g.retain_min = (size_t)value;
+		return 1;
+	case -2: case -3: case -4: case -5: case -6: case -7: case -8:
+	case 1: case 2:	/* other glibc knobs: accepted, nothing to tune */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void mw_alloc_release_on_free(void *p)
+{
+	mwh_g.release_on_free = p;
+}
+
+void mw_alloc_get_stats(struct mw_alloc_stats *st)
+{
+	st->releases = atomic_load(&mwh_g.releases);
+	st->released_bytes = atomic_load(&mwh_g.released_bytes);
+	st->retained_bytes = mwh_g.retained;
+	st->retain_limit = mwh_retain_limit();
+	st->inuse_large = (unsigned long)atomic_load(&mwh_g.inuse);
+	st->peak_large = (unsigned long)atomic_load(&mwh_g.peak);
+	st->lock_syscalls = atomic_load(&mwh_g.lock_syscalls);
+}
