@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * free: the slow path behind the inline fast path (alloc.h). A block of the
  * calling thread's heap goes back to its page under the heap's lock (the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Per-thread heaps: the allocator's one-time set-up, a heap for each thread
  * that allocates (made on its first malloc, carved from metadata units that

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Allocator-internal interface, shared by the allocator's files only (the
  * rest of hooks/ uses alloc.h). One job per file, as mimalloc splits its:

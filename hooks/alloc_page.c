@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Small pages: one 64 KiB unit of blocks of one size class, owned by one
  * thread's heap. The owner's fast paths (alloc.h) pop and push the page's

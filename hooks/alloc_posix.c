@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The rest of the malloc family on top of alloc.c/alloc_free.c: realloc,
  * memalign/posix_memalign/aligned_alloc/valloc/pvalloc with glibc 2.36's

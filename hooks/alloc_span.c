@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The arena and its spans: reservation, committing, the per-thread span
  * cache, the global bins and the retention policy.

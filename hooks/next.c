@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The next definition of each release call: what our interposers call after
  * observing, so that whoever else hooks the same call (UCX's libucm bistro

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Bypass detection: are our release hooks still in the path? Another
  * library can take them away at any time after we installed them: UCX's

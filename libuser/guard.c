@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Fail closed at run time. The hooks source's guarantee (mwu_guarantee)
  * holds only while our hooks are in the path of the releases it claims.

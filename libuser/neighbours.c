@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Hand the releases only we see to UCX. With the kernel source libmmuwatch
  * sees every release of the process (raw syscalls, io_uring, another

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The fail-closed rule of the cache: it caches (leaves registrations
  * pinned between uses) only while the active source guarantees every

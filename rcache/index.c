@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Page-number index of a cache (layout in internal.h): what makes a hit
  * cost the same with 1 or 1M regions. Every page of an indexed region

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * What a context reports when its owner's address space goes away, as the
  * UAPI header documents it, seen from a process that holds the fd past the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * fork() with watches on both sides, the two processes exiting in either
  * order. Each process watches its own copy of the same buffer through its

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * ABI hardening: fdinfo shows the owner's pid in the reader's pid
  * namespace; the ring and words mappings are not inherited by fork()

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Per-user limits (kmod/user.c): contexts (EMFILE at open), watches and
  * persistent watches (ENOSPC at WATCH) and setup memory (ENOSPC at SETUP)

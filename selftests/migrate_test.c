@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Page migration under a watch: move_pages() of watched pages to the other
  * NUMA node, and migrate_pages() of the whole process. The kernel unmaps

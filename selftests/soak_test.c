@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Multi-process soak: N processes x T threads, each thread looping over
  * random watch / munmap / madvise / unwatch / close-and-reopen / fork

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Invalidation sources beyond munmap/madvise: what a watch sees when the
  * kernel itself moves, merges, collapses or reclaims the pages under it.

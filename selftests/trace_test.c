@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Tracepoints (kmod/trace.h) read back through tracefs: mmuwatch_watch,
  * mmuwatch_unwatch, mmuwatch_invalidate (fired with its reason, filtered

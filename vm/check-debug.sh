@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # make check-debug: every VM test under the debug kernel (KASAN, lockdep,
 # DEBUG_ATOMIC_SLEEP, kmemleak, DEBUG_VM, DEBUG_LIST; vm/debug-kernel.sh,
 # built once and cached), failing on any report.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # VM tests that need two NUMA nodes (page migration): per kernel one short
 # boot with MW_VM_NUMA=2 (vm/run.sh: two qemu NUMA nodes, automatic NUMA
 # balancing off) that runs vm/numa.d/*.sh. Part of make check-vm.

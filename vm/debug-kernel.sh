@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Build once, and cache outside the source tree, the debug kernel the module
 # is checked under (make check-debug): Debian's linux-source-6.1 with KASAN,
 # lockdep (PROVE_LOCKING, PROVE_RCU), DEBUG_ATOMIC_SLEEP, kmemleak, DEBUG_VM

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Allocator comparison, all in one run: our allocator (libmmuwatch.so
 # preloaded, hooks on) against glibc, Debian's jemalloc and mimalloc and the
 # newest mimalloc release (built once by tools/anchors.sh), on the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Allocator workloads for the same-run comparison (hooks/bench/alloc.sh runs
  * this one binary under each allocator with LD_PRELOAD, interleaved). It

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Runs one program under a chosen allocator and measures it, for the
  * allocator comparison (hooks/bench/alloc.sh): the LD_PRELOAD is set in the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # The good-neighbour matrix (issue 19) on the host: UCX {Debian 1.13, 1.22}
 # x UCX_MEM_MMAP_HOOK_MODE {bistro, reloc} x order {linked before us,
 # LD_PRELOADed before us, dlopened after us} x our mode {hooks, none,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * One cell of the libfabric column of the good-neighbour matrix (issue 19):
  * libfabric 1.17's own memory monitor (FI_MR_CACHE_MONITOR=memhooks or

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * One cell of the good-neighbour matrix (issue 19) and of the fail-closed
  * check (issue 11): UCX's memory hooks and libmmuwatch in one process.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * shmdt() releases the whole SysV segment, also the pieces beyond a hole
  * (a munmap'ed middle) or an mprotect split: the hooks report the segment's

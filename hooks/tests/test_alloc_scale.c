@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * What the scalable allocator redesign promises, checked against its
  * internals (linked directly, like test_alloc.c):

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * Lifecycle races of the library core (issue 11, "fail closed"), for the
  * ASan/LSan and ThreadSanitizer builds as much as for the plain one:

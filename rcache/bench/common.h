@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the cache benchmark's processes share: the arena layout (one region
  * per two pages, so regions never touch) and the random access sequence,

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Medians and 95% intervals of the benchmark's interleaved rounds. The
  * interval is the order-statistics (distribution-free) interval of the

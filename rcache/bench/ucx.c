@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * The UCX side of the cache benchmark, a separate process per UCX release
  * (two UCX versions cannot share a process, and UCX's memory hooks should

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest, first script of make check-debug: the detectors are alive
 # (kmemleak answering, lockdep and KASAN not switched off), and what
 # kmemleak finds from the boot, before any test ran, is set aside

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest, last script of make check-debug: a kmemleak scan after every test
 # has run and the module has been unloaded; any object leaked since the
 # baseline (00-debug-baseline.sh) fails the run and is printed with its

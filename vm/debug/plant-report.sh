@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest command of the end-to-end negative control of make check-debug:
 # writes a fake kmemleak report line to the kernel log (/dev/kmsg) and exits
 # 0. The host must still fail the boot: vm/debug/scan.sh has to find the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Negative control of vm/debug/scan.sh, on the host: every kind of report
 # the debug kernel can print (KASAN, lockdep, sleeping in atomic context,
 # RCU, kmemleak, list debugging, DEBUG_VM, a stall, a detector switching

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Kernel-log scan for the debug-kernel run (make check-debug): everything
 # vm/logscan.sh flags, plus the reports of the debug options that do not
 # start with BUG:/WARNING: (kmemleak leaks, lockdep's INFO lines, RCU

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest, booted with two NUMA nodes (vm/check-numa.sh, MW_VM_NUMA=2): the
 # page-migration tests of sources_test (move_pages, migrate_pages), which
 # skip in the one-node boot of vm/tests.d. Fails if the guest does not

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest, make soak: the long multi-process soak (soak_test) with
 # MW_SOAK_SECS seconds (default 600), MW_SOAK_PROCS processes (default 8)
 # and MW_SOAK_THREADS threads each (default 4). The suite fails it on any

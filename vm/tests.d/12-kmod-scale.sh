@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: teardown at scale (issue 10). One munmap over 512k watched pages,
 # and SIGKILL of a process holding 1M watches, each must finish (the
 # suite's time limit), leave no watch behind (mw-kbench checks

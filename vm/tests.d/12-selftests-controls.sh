@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: negative controls of the invalidation-source and soak selftests
 # (their positive runs are part of 10-selftests.sh). Each must fail in the
 # expected way, proving that those tests can fail:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: the kernel column of the good-neighbour matrix (issue 19, host
 # columns in hooks/tests/neighbour.sh): UCX {1.13, 1.22} x hook mode x load
 # order next to libmmuwatch with the kernel source. UCX's handler installs

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPDX-License-Identifier: MIT
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: the libfabric column of the good-neighbour matrix (issue 19).
 # libfabric 1.17's own memory monitor, FI_MR_CACHE_MONITOR {memhooks,
 # userfaultfd}, keeps its verbs MR cache (Soft-RoCE) correct next to
