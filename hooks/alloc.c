@@ -38,7 +38,7 @@ void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align, int zero)
 		p = addr + align;
 	} else {
 		p = (addr + align - 1) & ~(align - 1);
-		if (p != addr) {	/* its unit tells where the span is */
+		if (p != addr) { /* its unit tells where the span is */
 			struct mw_page *f = mw_page_of((void *)p);
 
 			f->kind = MW_KIND_FWD;
@@ -80,7 +80,7 @@ void *mw_malloc_slow(size_t n)
 				return NULL;
 			}
 		}
-		if (spare)	/* blocks came back meanwhile: not needed */
+		if (spare) /* blocks came back meanwhile: not needed */
 			mwh_span_put(h, spare, 0);
 		if (!b)
 			errno = ENOMEM;

@@ -32,19 +32,24 @@
 #include "hooks/hooks.h"
 
 #define MW_UNIT_SHIFT 16
-#define MW_UNIT ((size_t)1 << MW_UNIT_SHIFT)
-#define MW_HDR 128			/* offset (and least alignment) of a large block */
-#define MW_META 128			/* bytes per metadata entry */
-#define MW_NSMALL 64			/* small size classes */
-#define MW_SMALL_MAX 32768
-#define MW_NLARGE 240			/* large classes (in units) */
-#define MW_NTCACHE 24			/* large classes cached per thread */
-#define MW_TC_DEPTH 4
-#define MW_STK 32			/* per-class stack of freed blocks */
-#define MW_STK_BYTES 16384		/* ... holding at most about this */
-#define MW_FSTK 128			/* other threads' blocks, batched */
+#define MW_UNIT	      ((size_t)1 << MW_UNIT_SHIFT)
+#define MW_HDR	      128 /* offset (and least alignment) of a large block */
+#define MW_META	      128 /* bytes per metadata entry */
+#define MW_NSMALL     64  /* small size classes */
+#define MW_SMALL_MAX  32768
+#define MW_NLARGE     240 /* large classes (in units) */
+#define MW_NTCACHE    24  /* large classes cached per thread */
+#define MW_TC_DEPTH   4
+#define MW_STK	      32    /* per-class stack of freed blocks */
+#define MW_STK_BYTES  16384 /* ... holding at most about this */
+#define MW_FSTK	      128   /* other threads' blocks, batched */
 
-enum mw_page_kind { MW_KIND_SMALL = 1, MW_KIND_LARGE, MW_KIND_FWD, MW_KIND_META };
+enum mw_page_kind {
+	MW_KIND_SMALL = 1,
+	MW_KIND_LARGE,
+	MW_KIND_FWD,
+	MW_KIND_META
+};
 enum mw_span_state { MW_SPAN_INUSE = 1, MW_SPAN_HOT, MW_SPAN_COLD };
 
 struct mw_heap;
@@ -52,22 +57,22 @@ struct mw_heap;
 /* One unit's metadata. Small pages: written by the owning heap's thread
  * only (others read heap/lo to see that the block is not theirs). */
 struct mw_page {
-	void *free;			/* small: owner's free list */
-	struct mw_heap *heap;		/* small: owning heap; else NULL */
-	uint32_t used;			/* small: blocks handed out */
-	uint32_t lo;			/* owner's free is inline while used > lo */
+	void *free;	      /* small: owner's free list */
+	struct mw_heap *heap; /* small: owning heap; else NULL */
+	uint32_t used;	      /* small: blocks handed out */
+	uint32_t lo;	      /* owner's free is inline while used > lo */
 	uint32_t capacity;
-	uint32_t block;			/* small: block size */
+	uint32_t block; /* small: block size */
 	uint8_t kind;
-	uint8_t cls;			/* small or large class */
-	uint8_t full;			/* small: exhausted, not on avail list */
-	uint8_t has_aligned;		/* small: some block returned offset */
-	uint8_t state;			/* large: enum mw_span_state */
-	uint32_t clean_from;		/* large: offset from which data is 0 */
-	size_t units;			/* span length in units */
-	struct mw_page *next, *prev;	/* heap avail list or bin list */
+	uint8_t cls;		     /* small or large class */
+	uint8_t full;		     /* small: exhausted, not on avail list */
+	uint8_t has_aligned;	     /* small: some block returned offset */
+	uint8_t state;		     /* large: enum mw_span_state */
+	uint32_t clean_from;	     /* large: offset from which data is 0 */
+	size_t units;		     /* span length in units */
+	struct mw_page *next, *prev; /* heap avail list or bin list */
 	struct mw_page *lru_next, *lru_prev; /* global retained LRU */
-	struct mw_page *fwd;		/* MW_KIND_FWD: the real span */
+	struct mw_page *fwd;		     /* MW_KIND_FWD: the real span */
 };
 _Static_assert(sizeof(struct mw_page) <= MW_META, "page entry too big");
 
@@ -86,13 +91,13 @@ struct mw_heap {
 	void *fstk[MW_FSTK];
 	struct mw_page *cur[MW_NSMALL];
 	struct mw_page *avail[MW_NSMALL];
-	struct mw_page *pending;	/* emptied pages to give back */
-	_Atomic(void *) remote;		/* blocks freed by other threads */
+	struct mw_page *pending; /* emptied pages to give back */
+	_Atomic(void *) remote;	 /* blocks freed by other threads */
 	struct mw_page *tcache[MW_NTCACHE][MW_TC_DEPTH];
 	uint8_t tcount[MW_NTCACHE];
 	size_t tbytes;
-	struct mw_heap *all_next;	/* every heap ever made */
-	struct mw_heap *free_next;	/* abandoned heaps */
+	struct mw_heap *all_next;  /* every heap ever made */
+	struct mw_heap *free_next; /* abandoned heaps */
 	int owned;
 	/* Taken by the owner around the small-block slow paths (the only
 	 * code that changes the page lists), and by fork's prepare handler
@@ -145,7 +150,8 @@ static inline unsigned mw_small_class(size_t n)
 		return n ? (unsigned)((n + 15) >> 4) - 1 : 0;
 	bit = 63 - (unsigned)__builtin_clzl(n - 1);
 	if (n <= 512)
-		return 8 + (bit - 7) * 4 + (unsigned)(((n - 1) >> (bit - 2)) & 3);
+		return 8 + (bit - 7) * 4 +
+		       (unsigned)(((n - 1) >> (bit - 2)) & 3);
 	return 16 + (bit - 9) * 8 + (unsigned)(((n - 1) >> (bit - 3)) & 7);
 }
 
@@ -158,11 +164,13 @@ static inline size_t mw_small_size(unsigned c)
 	if (c < 16) {
 		k = c - 8;
 		bit = 7 + k / 4;
-		return ((size_t)1 << bit) + (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
+		return ((size_t)1 << bit) +
+		       (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
 	}
 	k = c - 16;
 	bit = 9 + k / 8;
-	return ((size_t)1 << bit) + (size_t)(k % 8 + 1) * ((size_t)1 << (bit - 3));
+	return ((size_t)1 << bit) +
+	       (size_t)(k % 8 + 1) * ((size_t)1 << (bit - 3));
 }
 
 MW_HIDDEN void *mw_malloc_slow(size_t n);
@@ -221,7 +229,8 @@ static inline void mw_free_inline(void *p)
 		uint32_t k = h->stn[c];
 
 		if (__builtin_expect(k < h->stcap[c], 1)) {
-			/* block first: a fork child never counts a stale slot */
+			/* block first: a fork child never counts a stale slot
+			 */
 			h->stk[c][k] = p;
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
 			__atomic_store_n(&h->stn[c], k + 1, __ATOMIC_RELAXED);
@@ -250,13 +259,13 @@ MW_HIDDEN int mw_alloc_prepare(void);
 
 /* Allocator statistics (relaxed counters). */
 struct mw_alloc_stats {
-	unsigned long releases;		/* times memory went back to the OS */
+	unsigned long releases; /* times memory went back to the OS */
 	unsigned long released_bytes;
-	unsigned long retained_bytes;	/* freed spans kept committed (global) */
+	unsigned long retained_bytes; /* freed spans kept committed (global) */
 	unsigned long retain_limit;
-	unsigned long inuse_large;	/* bytes of spans in use (pages too) */
-	unsigned long peak_large;	/* the most ever in use at once */
-	unsigned long lock_syscalls;	/* syscalls made holding g.lock: 0 */
+	unsigned long inuse_large;   /* bytes of spans in use (pages too) */
+	unsigned long peak_large;    /* the most ever in use at once */
+	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
 };
 MW_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

@@ -21,7 +21,9 @@ struct mw_page *mwh_large_span(struct mw_page *pg)
 	if (pg->kind == MW_KIND_FWD)
 		pg = pg->fwd;
 	if (pg->kind != MW_KIND_LARGE || pg->state != MW_SPAN_INUSE) {
-		mw_raw_write_str(2, "mmuwatch: free(): invalid pointer or double free\n");
+		mw_raw_write_str(
+			2,
+			"mmuwatch: free(): invalid pointer or double free\n");
 		__builtin_trap();
 	}
 	return pg;
@@ -59,7 +61,10 @@ static void mwh_remote_push(struct mw_heap *h, void *first, void *last)
 #define MW_FGROUPS 8
 void mwh_foreign_flush(struct mw_heap *h)
 {
-	struct { struct mw_heap *heap; void *first, *last; } g[MW_FGROUPS];
+	struct {
+		struct mw_heap *heap;
+		void *first, *last;
+	} g[MW_FGROUPS];
 	unsigned ng = 0, i, k;
 	uint32_t n = h->fn;
 
@@ -72,7 +77,7 @@ void mwh_foreign_flush(struct mw_heap *h)
 		for (k = 0; k < ng && g[k].heap != o; k++)
 			;
 		if (k == ng && ng == MW_FGROUPS) {
-			mwh_remote_push(o, b, b);	/* too many owners */
+			mwh_remote_push(o, b, b); /* too many owners */
 			continue;
 		}
 		if (k == ng) {
@@ -92,7 +97,7 @@ void mw_free_slow(void *p, struct mw_page *pg)
 {
 	struct mw_heap *h;
 
-	if (!pg) {			/* not ours: glibc's */
+	if (!pg) { /* not ours: glibc's */
 		if (__libc_free)
 			__libc_free(p);
 		return;
@@ -104,7 +109,7 @@ void mw_free_slow(void *p, struct mw_page *pg)
 	if (pg->has_aligned)
 		p = mwh_block_start(pg, p);
 	h = mw_tls_heap;
-	if (!h) {			/* a thread that never allocated */
+	if (!h) { /* a thread that never allocated */
 		mwh_remote_push(pg->heap, p, p);
 		return;
 	}

@@ -51,7 +51,8 @@ int mwh_global_init(void)
 		if (ok)
 			pthread_atfork(mwh_atfork_prepare, mwh_atfork_parent,
 				       mwh_atfork_child);
-		atomic_store_explicit(&g.init, ok ? 2 : 3, memory_order_release);
+		atomic_store_explicit(&g.init, ok ? 2 : 3,
+				      memory_order_release);
 		return ok ? 0 : -1;
 	}
 	while ((s = atomic_load_explicit(&g.init, memory_order_acquire)) == 1)
@@ -83,7 +84,7 @@ struct mw_heap *mwh_heap_get(void)
 				mwh_unlock(&g.heap_lock);
 				return NULL;
 			}
-			s->kind = MW_KIND_META;	/* never freed */
+			s->kind = MW_KIND_META; /* never freed */
 			g.meta = (char *)mw_page_addr(s);
 			g.meta_end = g.meta + MW_UNIT;
 		}
@@ -164,7 +165,7 @@ static void mwh_atfork_child(void)
 		unsigned c, k;
 
 		atomic_store(&h->lock, 0);
-		h->tbytes = 0;		/* exact again (see mwh_tc_pop) */
+		h->tbytes = 0; /* exact again (see mwh_tc_pop) */
 		for (c = 0; c < MW_NTCACHE; c++)
 			for (k = 0; k < h->tcount[c]; k++)
 				h->tbytes += h->tcache[c][k]->units * MW_UNIT;

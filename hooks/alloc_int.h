@@ -24,11 +24,11 @@
 
 #include "hooks/alloc.h"
 
-#define MW_PAGE 4096
-#define MW_RETAIN_MIN ((size_t)1 << 20)	/* retained whatever the peak */
+#define MW_PAGE	      4096
+#define MW_RETAIN_MIN ((size_t)1 << 20) /* retained whatever the peak */
 #define MW_RETAIN_CAP ((size_t)1 << 30)
-#define MW_TC_BYTES ((size_t)256 << 10)	/* per-thread span cache */
-#define MW_LO_NEVER UINT32_MAX		/* mw_page.lo: free never inline */
+#define MW_TC_BYTES   ((size_t)256 << 10) /* per-thread span cache */
+#define MW_LO_NEVER   UINT32_MAX	  /* mw_page.lo: free never inline */
 
 /* A small spinlock: it never allocates, and fork() can reset it. */
 typedef atomic_int mwh_lock_t;
@@ -54,23 +54,23 @@ static inline void mwh_unlock(mwh_lock_t *l)
 
 /* Global state (alloc_span.c). */
 struct mwh_global {
-	mwh_lock_t lock;		/* bins, LRU, retained */
-	_Atomic uintptr_t bump;		/* next unused byte of the arena */
-	_Atomic uintptr_t committed;	/* end of the read-write part */
-	struct mw_page *hot[MW_NLARGE];	/* retained, committed */
-	struct mw_page *cold[MW_NLARGE]; /* released, address kept */
+	mwh_lock_t lock;		     /* bins, LRU, retained */
+	_Atomic uintptr_t bump;		     /* next unused byte of the arena */
+	_Atomic uintptr_t committed;	     /* end of the read-write part */
+	struct mw_page *hot[MW_NLARGE];	     /* retained, committed */
+	struct mw_page *cold[MW_NLARGE];     /* released, address kept */
 	struct mw_page *lru_head, *lru_tail; /* hot spans, newest first */
-	size_t retained;		/* bytes in hot bins */
+	size_t retained;		     /* bytes in hot bins */
 	size_t retain_min;
 	mwh_lock_t heap_lock;
-	struct mw_heap *heaps;		/* all heaps */
+	struct mw_heap *heaps; /* all heaps */
 	struct mw_heap *abandoned;
-	char *meta, *meta_end;		/* carving space for heap structs */
+	char *meta, *meta_end; /* carving space for heap structs */
 	pthread_key_t key;
-	atomic_int init;		/* 0 no, 1 running, 2 done, 3 failed */
+	atomic_int init; /* 0 no, 1 running, 2 done, 3 failed */
 	void *release_on_free;
 	atomic_ulong releases, released_bytes, lock_syscalls;
-	atomic_long inuse, peak;	/* bytes of spans handed out */
+	atomic_long inuse, peak; /* bytes of spans handed out */
 };
 MW_HIDDEN extern struct mwh_global mwh_g;
 MW_HIDDEN extern struct mw_page mwh_empty_page;
@@ -113,10 +113,10 @@ MW_HIDDEN int mwh_trim_all(void);
 
 /* alloc_page.c (callers hold the heap's lock) */
 MW_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
-				   struct mw_page **spare);
+				     struct mw_page **spare);
 MW_HIDDEN void mwh_heap_unlock_put(struct mw_heap *h);
 MW_HIDDEN void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg,
-				   void *p);
+				    void *p);
 MW_HIDDEN void *mwh_block_start(struct mw_page *pg, void *p);
 MW_HIDDEN void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep);
 MW_HIDDEN void mwh_stacks_init(struct mw_heap *h);

@@ -17,7 +17,7 @@
 
 #include "hooks/alloc_int.h"
 
-MW_HIDDEN struct mw_page mwh_empty_page = { .lo = MW_LO_NEVER };
+MW_HIDDEN struct mw_page mwh_empty_page = {.lo = MW_LO_NEVER};
 
 /* The `used` count at which a full page is worth allocating from again. */
 static uint32_t mwh_full_lo(const struct mw_page *pg)
@@ -80,11 +80,11 @@ static struct mw_page *mwh_small_page_init(struct mw_heap *h, unsigned c,
 	pg->full = 0;
 	pg->has_aligned = 0;
 	pg->capacity = (uint32_t)(MW_UNIT / bs);
-	pg->clean_from = 0;	/* blocks threaded so far (mwh_page_extend) */
+	pg->clean_from = 0; /* blocks threaded so far (mwh_page_extend) */
 	pg->free = NULL;
 	mwh_page_extend(pg);
 	mwh_page_set_lo(pg);
-	pg->heap = h;		/* last: from now on the owner's */
+	pg->heap = h; /* last: from now on the owner's */
 	return pg;
 }
 
@@ -108,7 +108,7 @@ void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg, void *p)
 	}
 	if (pg->used == 0 && h->cur[pg->cls] != pg) {
 		mwh_bin_unlink(&h->avail[pg->cls], pg);
-		pg->cls = 0;		/* now a one-unit span (large class 0) */
+		pg->cls = 0; /* now a one-unit span (large class 0) */
 		/* given back by mwh_heap_unlock_put(), after the lock */
 		pg->next = h->pending;
 		h->pending = pg;
@@ -190,7 +190,7 @@ void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
 		mwh_remote_drain(h);
 	pg = h->cur[c];
 	if (!pg->free && (pg == &mwh_empty_page || !mwh_page_extend(pg))) {
-		if (pg != &mwh_empty_page) {	/* every block handed out */
+		if (pg != &mwh_empty_page) { /* every block handed out */
 			pg->full = 1;
 			mwh_page_set_lo(pg);
 		}

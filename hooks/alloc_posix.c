@@ -45,7 +45,7 @@ void *mw_realloc(void *p, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (n == 0) {			/* glibc: free and return NULL */
+	if (n == 0) { /* glibc: free and return NULL */
 		mw_free(p);
 		return NULL;
 	}
@@ -165,13 +165,20 @@ int mw_mallopt(int param, int value)
 	if (mw_libc_mallopt)
 		mw_libc_mallopt(param, value);
 	switch (param) {
-	case -1:	/* M_TRIM_THRESHOLD: our minimum retention */
+	case -1: /* M_TRIM_THRESHOLD: our minimum retention */
 		if (value < 0)
 			return 0;
 		mwh_g.retain_min = (size_t)value;
 		return 1;
-	case -2: case -3: case -4: case -5: case -6: case -7: case -8:
-	case 1: case 2:	/* other glibc knobs: accepted, nothing to tune */
+	case -2:
+	case -3:
+	case -4:
+	case -5:
+	case -6:
+	case -7:
+	case -8:
+	case 1:
+	case 2: /* other glibc knobs: accepted, nothing to tune */
 		return 1;
 	default:
 		return 0;

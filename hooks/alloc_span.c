@@ -39,17 +39,17 @@
 #include "hooks/internal.h"
 #include "hooks/raw.h"
 
-#define MW_RESERVE_MAX ((uintptr_t)1 << 40)	/* 1 TiB of address space */
+#define MW_RESERVE_MAX ((uintptr_t)1 << 40) /* 1 TiB of address space */
 #define MW_RESERVE_MIN ((uintptr_t)1 << 30)
 #define MW_COMMIT_STEP ((uintptr_t)4 << 20)
 #ifndef MW_RETAIN_SLACK
-#define MW_RETAIN_SLACK 32			/* in use / 32 may stay retained */
+#define MW_RETAIN_SLACK 32 /* in use / 32 may stay retained */
 #endif
 /* metadata bytes for arena bytes: one entry per unit */
 #define MW_META_OF(len) (((len) >> MW_UNIT_SHIFT) * MW_META)
 
 MW_HIDDEN struct mwh_arena mwh_arena;
-MW_HIDDEN struct mwh_global mwh_g = { .retain_min = MW_RETAIN_MIN };
+MW_HIDDEN struct mwh_global mwh_g = {.retain_min = MW_RETAIN_MIN};
 #define g mwh_g
 
 MW_HIDDEN __thread int mwh_locks_held
@@ -83,7 +83,8 @@ int mwh_reserve(void)
 
 	for (size = MW_RESERVE_MAX; size >= MW_RESERVE_MIN; size >>= 1) {
 		int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-		void *p = mw_raw_mmap(NULL, size + MW_UNIT, PROT_NONE, fl, -1, 0);
+		void *p =
+			mw_raw_mmap(NULL, size + MW_UNIT, PROT_NONE, fl, -1, 0);
 		void *m;
 		uintptr_t b;
 
@@ -116,7 +117,8 @@ static int mwh_commit(uintptr_t hi)
 
 	if (hi <= c)
 		return 0;
-	want = base + ((hi - base + MW_COMMIT_STEP - 1) & ~(MW_COMMIT_STEP - 1));
+	want = base +
+	       ((hi - base + MW_COMMIT_STEP - 1) & ~(MW_COMMIT_STEP - 1));
 	if (want > end)
 		want = end;
 	mwh_syscall_check();
@@ -124,13 +126,12 @@ static int mwh_commit(uintptr_t hi)
 				 MW_META_OF(want - c), PROT_READ | PROT_WRITE)))
 		return -1;
 	mwh_syscall_check();
-	if (mw_raw_failed(mw_raw(SYS_mprotect, c, want - c,
-				 PROT_READ | PROT_WRITE)))
+	if (mw_raw_failed(
+		    mw_raw(SYS_mprotect, c, want - c, PROT_READ | PROT_WRITE)))
 		return -1;
-	while (c < want &&
-	       !atomic_compare_exchange_weak_explicit(&g.committed, &c, want,
-						      memory_order_release,
-						      memory_order_relaxed))
+	while (c < want && !atomic_compare_exchange_weak_explicit(
+				   &g.committed, &c, want, memory_order_release,
+				   memory_order_relaxed))
 		;
 	return 0;
 }
@@ -139,12 +140,12 @@ static struct mw_page *mwh_span_from_bump(size_t units)
 {
 	size_t len = units * MW_UNIT;
 	uintptr_t end = mwh_arena.base + mwh_arena.size;
-	uintptr_t b = atomic_fetch_add_explicit(&g.bump, len,
-						memory_order_relaxed);
+	uintptr_t b =
+		atomic_fetch_add_explicit(&g.bump, len, memory_order_relaxed);
 	struct mw_page *s;
 
 	if (b > end || len > end - b || mwh_commit(b + len) != 0)
-		return NULL;	/* the reservation stays used: out of memory */
+		return NULL; /* the reservation stays used: out of memory */
 	s = mw_page_of((void *)b);
 	s->clean_from = 0;
 	return s;
@@ -192,13 +193,13 @@ static void mwh_lru_unlink(struct mw_page *s)
 static void mwh_account(long delta)
 {
 	long now = atomic_fetch_add_explicit(&g.inuse, delta,
-					     memory_order_relaxed) + delta;
+					     memory_order_relaxed) +
+		   delta;
 	long peak = atomic_load_explicit(&g.peak, memory_order_relaxed);
 
-	while (now > peak &&
-	       !atomic_compare_exchange_weak_explicit(&g.peak, &peak, now,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
+	while (now > peak && !atomic_compare_exchange_weak_explicit(
+				     &g.peak, &peak, now, memory_order_relaxed,
+				     memory_order_relaxed))
 		;
 }
 
@@ -208,7 +209,7 @@ size_t mwh_retain_limit(void)
 	long inuse = atomic_load_explicit(&g.inuse, memory_order_relaxed);
 	size_t room = peak > inuse ? (size_t)(peak - inuse) : 0;
 
-	if (room < (size_t)inuse / MW_RETAIN_SLACK)	/* slack at the peak */
+	if (room < (size_t)inuse / MW_RETAIN_SLACK) /* slack at the peak */
 		room = (size_t)inuse / MW_RETAIN_SLACK;
 	if (room > MW_RETAIN_CAP)
 		room = MW_RETAIN_CAP;
@@ -256,7 +257,7 @@ static int mwh_release_list(struct mw_page *list)
 
 	if (!list)
 		return 0;
-#ifdef MWH_TEST_RELEASE_LOCKED	/* the tests' negative control only */
+#ifdef MWH_TEST_RELEASE_LOCKED /* the tests' negative control only */
 	mwh_glock();
 	for (v = list; v; v = v->next)
 		mwh_span_release(v);
@@ -419,9 +420,9 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 	s->lo = MW_LO_NEVER;
 	s->next = s->prev = NULL;
 	s->lru_next = s->lru_prev = NULL;
-	if (!cached)		/* a cached span still counts as in use */
+	if (!cached) /* a cached span still counts as in use */
 		mwh_account((long)(units * MW_UNIT));
-	if (fresh)		/* new physical pages: in use + retained grows */
+	if (fresh) /* new physical pages: in use + retained grows */
 		mwh_trim_to_limit();
 	return s;
 }
@@ -437,7 +438,7 @@ void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 	s->lo = MW_LO_NEVER;
 	s->clean_from = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
 	if (!release && h && c < MW_NTCACHE && mwh_tc_push(h, c, s))
-		return;		/* still "in use" for the retention limit */
+		return; /* still "in use" for the retention limit */
 	mwh_account(-(long)len);
 	mwh_span_retain(s, release);
 }

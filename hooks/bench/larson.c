@@ -14,8 +14,8 @@
  *   xthread            one thread mallocs 16..1000 B, another frees
  *
  * Prints "time <seconds>": process CPU time of the timed part only
- * (threads started, arrays filled, before the clock starts). Fixed operation counts, so a time ratio
- * is a throughput ratio.
+ * (threads started, arrays filled, before the clock starts). Fixed operation
+ * counts, so a time ratio is a throughput ratio.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#define SLOTS 8192
+#define SLOTS  8192
 #define ROUNDS 20
 
 /* CPU time of the whole process (all threads): the machines this runs on
@@ -120,7 +120,8 @@ static double mixed(long total)
 
 	for (i = 0; i < total; i++) {
 		uint64_t r = rng(&s);
-		unsigned pick = (unsigned)(r % 100), k = (unsigned)((r >> 8) % 4096);
+		unsigned pick = (unsigned)(r % 100),
+			 k = (unsigned)((r >> 8) % 4096);
 		size_t n;
 		char *p;
 
@@ -147,7 +148,7 @@ static double mixed(long total)
 /* Producer/consumer: batches of blocks handed over through a small queue
  * (blocking waits, so neither side burns CPU waiting for the other). */
 #define BATCH 256
-#define QLEN 8
+#define QLEN  8
 static void *queue[QLEN][BATCH];
 static long q_head, q_tail, xt_batches;
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -210,7 +211,8 @@ int main(int argc, char **argv)
 {
 	Dl_info di;
 	double t;
-	long scale = getenv("MW_BENCH_SCALE") ? atol(getenv("MW_BENCH_SCALE")) : 1;
+	long scale =
+		getenv("MW_BENCH_SCALE") ? atol(getenv("MW_BENCH_SCALE")) : 1;
 
 	if (scale < 1)
 		scale = 1;
@@ -235,6 +237,7 @@ int main(int argc, char **argv)
 	printf("time %.6f\n", t);
 	return 0;
 usage:
-	fprintf(stderr, "usage: larson larson THREADS MIN MAX | mixed | xthread\n");
+	fprintf(stderr,
+		"usage: larson larson THREADS MIN MAX | mixed | xthread\n");
 	return 2;
 }

@@ -37,10 +37,17 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "+p:i:o:")) != -1) {
 		switch (opt) {
-		case 'p': pre = optarg; break;
-		case 'i': in = optarg; break;
-		case 'o': out = optarg; break;
-		default: goto usage;
+		case 'p':
+			pre = optarg;
+			break;
+		case 'i':
+			in = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		default:
+			goto usage;
 		}
 	}
 	if (optind >= argc)
@@ -72,13 +79,15 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	fprintf(stderr, "mwrun: cpu %.6f wall %.6f rss_kb %ld\n",
 		(double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-		(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
+			(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
 		(double)(t1.tv_sec - t0.tv_sec) +
-		(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9, ru.ru_maxrss);
+			(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+		ru.ru_maxrss);
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
 usage:
-	fprintf(stderr, "usage: mwrun [-p PRELOAD] [-i IN] [-o OUT] -- PROGRAM ARGS...\n");
+	fprintf(stderr, "usage: mwrun [-p PRELOAD] [-i IN] [-o OUT] -- PROGRAM "
+			"ARGS...\n");
 	return 2;
 }

@@ -37,13 +37,13 @@
 
 static int failures;
 static const char *neg;
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			printf("not ok: " __VA_ARGS__);                       \
-			printf("  (%s:%d)\n", __FILE__, __LINE__);            \
-			failures++;                                           \
-		}                                                             \
+#define CHECK(c, ...)                                                          \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			printf("not ok: " __VA_ARGS__);                        \
+			printf("  (%s:%d)\n", __FILE__, __LINE__);             \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 static int is_neg(const char *name)
@@ -54,7 +54,9 @@ static int is_neg(const char *name)
 static unsigned long cb_n, cb_locked;
 static void cb(uintptr_t s, uintptr_t e, enum mw_release_kind k)
 {
-	(void)s; (void)e; (void)k;
+	(void)s;
+	(void)e;
+	(void)k;
 	cb_n++;
 	cb_locked += atomic_load(&mwh_g.lock) != 0 ||
 		     (mw_tls_heap && atomic_load(&mw_tls_heap->lock) != 0);
@@ -73,7 +75,7 @@ static uint64_t rng(uint64_t *s)
 static void test_nolock_bound(void)
 {
 	enum { SLOTS = 64 };
-	void *slot[SLOTS] = { 0 };
+	void *slot[SLOTS] = {0};
 	uint64_t s = 99;
 	struct mw_alloc_stats st;
 	unsigned long worst_excess = 0, before;
@@ -81,12 +83,13 @@ static void test_nolock_bound(void)
 
 	mw_hooks_set_release_cb(cb);
 	if (is_neg("bound"))
-		mw_mallopt(-1, 1 << 30);	/* retain up to 1 GiB */
+		mw_mallopt(-1, 1 << 30); /* retain up to 1 GiB */
 	/* sizes move on (64 KiB .. 8 MiB, new classes over time): spans are
 	 * retained, reused, and released when the needs move on */
 	for (i = 0; i < 6000; i++) {
 		unsigned k = (unsigned)(rng(&s) % SLOTS);
-		size_t n = ((size_t)64 << 10) + (size_t)(rng(&s) % ((8u << 20) >> (i % 5)));
+		size_t n = ((size_t)64 << 10) +
+			   (size_t)(rng(&s) % ((8u << 20) >> (i % 5)));
 		long peak, inuse, excess;
 
 		mw_free(slot[k]);
@@ -106,18 +109,20 @@ static void test_nolock_bound(void)
 	CHECK(cb_n > 0, "workload released nothing: nothing checked\n");
 	CHECK(st.lock_syscalls == 0 && cb_locked == 0,
 	      "%lu syscalls made and %lu of %lu release callbacks run holding "
-	      "the allocator lock\n", st.lock_syscalls, cb_locked, cb_n);
+	      "the allocator lock\n",
+	      st.lock_syscalls, cb_locked, cb_n);
 	{
 		unsigned long allow = st.peak_large / 32;
 
 		if (allow < MW_RETAIN_MIN)
 			allow = MW_RETAIN_MIN;
 		CHECK(worst_excess <= allow,
-		      "in use + retained went %lu KiB past the peak (allowed %lu)\n",
+		      "in use + retained went %lu KiB past the peak (allowed "
+		      "%lu)\n",
 		      worst_excess >> 10, allow >> 10);
 		printf("# %lu releases; in use + retained "
-		       "at most %lu KiB past the peak (allowed %lu)\n", cb_n,
-		       worst_excess >> 10, allow >> 10);
+		       "at most %lu KiB past the peak (allowed %lu)\n",
+		       cb_n, worst_excess >> 10, allow >> 10);
 	}
 	if (is_neg("bound"))
 		mw_mallopt(-1, (int)MW_RETAIN_MIN);
@@ -130,7 +135,8 @@ static void test_nolock_bound(void)
 		mw_free(a);
 		mw_free(b);
 	}
-	CHECK(cb_n == before, "steady cycle released %lu times\n", cb_n - before);
+	CHECK(cb_n == before, "steady cycle released %lu times\n",
+	      cb_n - before);
 }
 
 /* ---- disjoint ------------------------------------------------------------ */
@@ -174,7 +180,7 @@ static void test_disjoint(void)
 	}
 	memcpy(sorted, b, sizeof(b));
 	if (is_neg("disjoint"))
-		sorted[1].p = sorted[0].p;	/* a block handed out twice */
+		sorted[1].p = sorted[0].p; /* a block handed out twice */
 	qsort(sorted, N, sizeof(sorted[0]), cmp_blk);
 	for (i = 1; i < N; i++)
 		overlap += sorted[i - 1].p + sorted[i - 1].n > sorted[i].p;
@@ -186,7 +192,8 @@ static void test_disjoint(void)
 		mw_free(b[i].p);
 	}
 	CHECK(overlap == 0 && bad == 0,
-	      "after full-page churn: %ld overlapping blocks, %ld bytes changed\n",
+	      "after full-page churn: %ld overlapping blocks, %ld bytes "
+	      "changed\n",
 	      overlap, bad);
 }
 
@@ -227,8 +234,10 @@ static void test_xthread(void)
 		last = st.inuse_large;
 	}
 	CHECK(last <= base + ((size_t)2 << 20),
-	      "cross-thread frees not reclaimed: in use %lu KiB after 12 rounds, "
-	      "%lu KiB after 2\n", last >> 10, base >> 10);
+	      "cross-thread frees not reclaimed: in use %lu KiB after 12 "
+	      "rounds, "
+	      "%lu KiB after 2\n",
+	      last >> 10, base >> 10);
 }
 
 /* ---- lazy ---------------------------------------------------------------- */
@@ -248,7 +257,7 @@ static void test_lazy(void)
 		keep[c] = mw_malloc(mw_small_size(c));
 		unit = mw_page_addr(mw_page_of(keep[c]));
 		if (is_neg("lazy"))
-			memset((void *)unit, 0, MW_UNIT);	/* all touched */
+			memset((void *)unit, 0, MW_UNIT); /* all touched */
 		if (mincore((void *)unit, MW_UNIT, vec) != 0)
 			continue;
 		for (k = 0; k < MW_UNIT / (unsigned long)psz; k++)
@@ -274,7 +283,8 @@ static void *lazy_thread(void *arg)
 
 static void test_family(void)
 {
-	static const size_t sz[] = { 1, 24, 1000, 8192, 8193, 70000, 1 << 20, 5000 };
+	static const size_t sz[] = {1,	  24,	 1000,	  8192,
+				    8193, 70000, 1 << 20, 5000};
 	unsigned char *p = NULL;
 	size_t i, prev = 0, j;
 	void *q;
@@ -299,14 +309,16 @@ static void test_family(void)
 
 		bad += ((uintptr_t)a & (i - 1)) != 0;
 		memset(a, 7, 100);
-		a = mw_realloc(a, 300000);	/* an aligned block moves on */
+		a = mw_realloc(a, 300000); /* an aligned block moves on */
 		for (j = 0; j < 100; j++)
 			bad += a[j] != 7;
 		mw_free(a);
-		bad += mw_posix_memalign(&q, i, 10) != 0 || ((uintptr_t)q & (i - 1));
+		bad += mw_posix_memalign(&q, i, 10) != 0 ||
+		       ((uintptr_t)q & (i - 1));
 		mw_free(q);
 		q = mw_aligned_alloc(i, i * 3);
-		bad += !q || ((uintptr_t)q & (i - 1)) || mw_malloc_usable_size(q) < i * 3;
+		bad += !q || ((uintptr_t)q & (i - 1)) ||
+		       mw_malloc_usable_size(q) < i * 3;
 		mw_free(q);
 	}
 	bad += mw_posix_memalign(&q, 24, 10) != EINVAL;
