@@ -105,8 +105,8 @@ install:
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) install-check-headers
 	@$(MAKE) -C kmod --no-print-directory TOP=$(TOP) \
 		$(BUILD)/kmod/$(or $(KVER),$(shell uname -r))/mmuwatch.ko
-	@set -e; for p in $(INSTALL_PARTS); do \
-		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) all; done
+	@set -e; for p in $(INSTALL_PARTS); do t=all; [ $$p != mpi ] || t=lib; \
+		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) $$t; done
 	@rm -rf $(STAGE)
 	@set -e; for p in kmod $(INSTALL_PARTS); do \
 		$(MAKE) -C $$p --no-print-directory TOP=$(TOP) DESTDIR=$(STAGE) \
