@@ -68,7 +68,7 @@ missing=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$FRAG" | while read -r l; do
 done)
 if [ -n "$missing" ]; then
 	echo "$me: the config lost options the fragment needs:" >&2
-	printf '    %s\n' $missing >&2
+	printf '%s\n' "$missing" | sed 's/^/    /' >&2
 	exit 1
 fi
 if ! kmake -j"$JOBS" bzImage modules; then
@@ -79,7 +79,7 @@ fi
 # The release string is fixed once the build has run syncconfig.
 [ "$(cat "$OBJ/include/config/kernel.release")" = "$KVER" ] ||
 	{ echo "$me: kernel release is not $KVER" >&2; exit 1; }
-rm -rf "$DIR/lib"
+rm -rf "${DIR:?}/lib"
 kmake INSTALL_MOD_PATH="$DIR" modules_install
 depmod -b "$DIR" "$KVER"
 ln -sfn "$OBJ" "$DIR/lib/modules/$KVER/build"
