@@ -45,7 +45,7 @@ local_version=$(sed -n 's/^CONFIG_LOCALVERSION="\(.*\)"$/\1/p' "$FRAG")
 KVER=$(make -s -C "$SRC" kernelversion)$local_version
 DIR=$CACHE/debug-kernel-$KVER
 OBJ=$DIR/obj
-stamp=$( { echo "$src_stamp"; cat "$FRAG"; gcc --version | head -1; } | sha256sum | cut -d' ' -f1)
+stamp=$( { echo "$src_stamp"; grep -v '^#' "$FRAG"; gcc --version | head -1; } | sha256sum | cut -d' ' -f1)
 say() { if [ $want_kver = 1 ]; then echo "$KVER"; else echo "$DIR"; fi; }
 if [ -f "$DIR/bzImage" ] && [ "$(cat "$DIR/stamp" 2>/dev/null)" = "$stamp" ]; then
 	say; exit 0
