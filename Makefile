@@ -51,7 +51,9 @@ check: setup
 	$(RUNSTAGE) deb host $$d/deb.log -- $(MAKE) --no-print-directory deb; \
 	for k in $(KVERS); do \
 		$(RUNSTAGE) vm-check $$k $$d/vm-$$k.log -- vm/check.sh $$k; \
-		$(call VMLINES,check,$$k); done; \
+		$(call VMLINES,check,$$k); \
+		$(RUNSTAGE) vm-numa $$k $$d/vm-numa-$$k.log -- vm/check-numa.sh $$k; \
+		$(call VMLINES,check-numa,$$k); done; \
 	tools/summary.sh $$d/summary.tsv "make check"
 
 check-host:
