@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 #include "mwt.h"
+#include "victim.h"
 
 #define P mwt_page
 
@@ -24,43 +25,6 @@ struct exit_info {
 	uint32_t slot_a, slot_p, slot_u;
 	uint64_t tok_a, tok_p, tok_u, plen;
 };
-
-static int send_fd(int sock, int fd, const void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static int recv_fd(int sock, void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = data, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != (ssize_t)len)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
 
 /* Child: a one-shot, a persistent and an unwatched watch; pass the fd. */
 static void owner(int sock)
@@ -98,7 +62,7 @@ static void owner(int sock)
 	xi.tok_a = a.token;
 	xi.tok_p = p.token;
 	xi.tok_u = u.token;
-	if (send_fd(sock, fd, &xi, sizeof(xi)))
+	if (mwt_send_fd_msg(sock, fd, &xi, sizeof(xi)))
 		_exit(4);
 	_exit(0); /* the address space goes with the child */
 }
@@ -124,7 +88,7 @@ TEST(exit_events_seen_through_passed_fd)
 		owner(sv[1]);
 	}
 	close(sv[1]);
-	fd = recv_fd(sv[0], &xi, sizeof(xi));
+	fd = mwt_recv_fd_msg(sv[0], &xi, sizeof(xi));
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	ASSERT_EQ(0, st);

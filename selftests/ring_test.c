@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "mwt.h"
+#include "victim.h"
 
 #define P mwt_page
 #define EVSZ sizeof(struct mmuwatch_event)
@@ -511,41 +512,6 @@ TEST(corrupt_tail_wakes_sleepers)
 	mwt_close(&m);
 }
 
-static int send_fd(int sock, int fd, const void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf,
-			      .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == (ssize_t)len ? 0 : -1;
-}
-
-static int recv_fd(int sock, void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = data, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf,
-			      .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != (ssize_t)len)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 struct exit_info {
 	uint64_t a, b;	/* watched starts */
 };
@@ -582,12 +548,12 @@ TEST(process_exit_events)
 			_exit(2);
 		xi.a = r1.start;
 		xi.b = r2.start;
-		if (send_fd(sv[1], cfd, &xi, sizeof(xi)))
+		if (mwt_send_fd_msg(sv[1], cfd, &xi, sizeof(xi)))
 			_exit(3);
 		_exit(0);	/* the address space goes with the child */
 	}
 	close(sv[1]);
-	fd = recv_fd(sv[0], &xi, sizeof(xi));
+	fd = mwt_recv_fd_msg(sv[0], &xi, sizeof(xi));
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);

@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include "victim.h"
 
-int mwt_send_fd(int sock, int fd)
+int mwt_send_fd_msg(int sock, int fd, const void *data, size_t len)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c = 'f';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
@@ -31,26 +31,38 @@ int mwt_send_fd(int sock, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+	return sendmsg(sock, &msg, 0) == (ssize_t)len ? 0 : -1;
 }
 
-int mwt_recv_fd(int sock)
+int mwt_recv_fd_msg(int sock, void *data, size_t len)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = data, .iov_len = len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
 	int fd;
 
-	if (recvmsg(sock, &msg, 0) != 1)
+	if (recvmsg(sock, &msg, 0) != (ssize_t)len)
 		return -1;
 	cm = CMSG_FIRSTHDR(&msg);
 	if (!cm || cm->cmsg_type != SCM_RIGHTS)
 		return -1;
 	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	return fd;
+}
+
+int mwt_send_fd(int sock, int fd)
+{
+	return mwt_send_fd_msg(sock, fd, "f", 1);
+}
+
+int mwt_recv_fd(int sock)
+{
+	char c;
+
+	return mwt_recv_fd_msg(sock, &c, 1);
 }
 
 static void *sleeper(void *arg)

@@ -10,7 +10,12 @@
 #define MWT_VICTIM_RING 16384
 #define MWT_VICTIM_CHUNK (256UL << 10)
 
-int mwt_send_fd(int sock, int fd);
+/* Pass an fd with a payload of len bytes over a unix socket (SCM_RIGHTS);
+ * the receiver gets the fd, or -1 when the message or the fd is missing.
+ */
+int mwt_send_fd_msg(int sock, int fd, const void *data, size_t len);
+int mwt_recv_fd_msg(int sock, void *data, size_t len);
+int mwt_send_fd(int sock, int fd);	/* a one-byte payload */
 int mwt_recv_fd(int sock);
 /* Child side: send the fd, watch+touch up to max_chunks chunks, say 'w',
  * then wait: exit(0) on 'x', otherwise until killed. threads: extra idle
