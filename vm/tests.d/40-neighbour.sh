@@ -7,7 +7,7 @@
 # over a release. The binaries are the host's (make -C hooks check builds
 # them). Negative control: the interposers forced to raw syscalls break
 # UCX's bistro self-test here too.
-# MW_TIMEOUT=240
+# MW_TIMEOUT=600
 set -u
 TOP=${MW_TOP:?}
 export T=$TOP/build/tests/hooks TMPDIR=${MW_OUT:-/tmp}

@@ -8,7 +8,7 @@
 # (hooks/tests/neighbour_fi.c says what a cell checks). Controls: libfabric
 # alone per monitor. Negative control: a raw munmap syscall, which memhooks
 # cannot see, must give libfabric's cache a stale hit (the test can fail).
-# MW_TIMEOUT=300
+# MW_TIMEOUT=900
 set -u
 TOP=${MW_TOP:?}
 T=$TOP/build/tests/hooks
