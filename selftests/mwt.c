@@ -205,3 +205,15 @@ bool mwt_module_loaded(void)
 {
 	return access(MWT_SYSFS "/version", R_OK) == 0;
 }
+
+int mwt_timeout_scale(void)
+{
+	const char *s = getenv("MW_TIMEOUT_SCALE");
+	char *end;
+	long v;
+
+	if (!s)
+		return 1;
+	v = strtol(s, &end, 10);
+	return (end != s && !*end && v >= 1 && v <= 100) ? (int)v : 1;
+}

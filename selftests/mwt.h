@@ -65,6 +65,24 @@ uint64_t mwt_pfn(const void *addr);
 
 bool mwt_module_loaded(void);
 
+/* MW_TIMEOUT_SCALE from the environment (vm/guest/suite.sh passes it on;
+ * make check-debug sets 4): how many times longer a slow kernel may take
+ * than the time limits written for the Debian kernels. 1 when unset or
+ * not a number in 1..100.
+ */
+int mwt_timeout_scale(void);
+
+/* Stretch the harness's per-test time limit (30 s) of TEST(test_name) by
+ * mwt_timeout_scale(). Put it after the test body. The limit is read when
+ * the harness forks the test, after all constructors ran; only the 6.1
+ * harness's object name (_<test>_object) is relied on.
+ */
+#define MWT_SCALE_TIMEOUT(test_name) \
+	static void __attribute__((constructor)) mwt_scale_##test_name(void) \
+	{ \
+		_##test_name##_object.timeout *= mwt_timeout_scale(); \
+	}
+
 /* Harness helpers: expect exactly one event equal to the given one, then
  * an empty ring.
  */

@@ -95,4 +95,7 @@ TEST(oom_killed_in_memcg)
 	EXPECT_EQ(act0, mwt_counter("watches_active"));
 }
 
+/* A debug kernel under TCG needs longer than the harness's 30 s. */
+MWT_SCALE_TIMEOUT(oom_killed_in_memcg)
+
 TEST_HARNESS_MAIN

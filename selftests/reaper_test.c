@@ -71,6 +71,9 @@ TEST(sigkill_and_process_mrelease)
 	EXPECT_EQ(act0, mwt_counter("watches_active"));
 }
 
+/* A debug kernel under TCG needs longer than the harness's 30 s. */
+MWT_SCALE_TIMEOUT(sigkill_and_process_mrelease)
+
 /*
  * Deterministic reaper path: the child exits (exit_group) while traced with
  * PTRACE_O_TRACEEXIT, so it stops before dropping its mm. process_mrelease()
@@ -125,5 +128,7 @@ TEST(process_mrelease_reaps_stopped_exit)
 	EXPECT_EQ(ctx0, mwt_counter("contexts"));
 	EXPECT_EQ(act0, mwt_counter("watches_active"));
 }
+
+MWT_SCALE_TIMEOUT(process_mrelease_reaps_stopped_exit)
 
 TEST_HARNESS_MAIN
