@@ -20,7 +20,8 @@ FI=/usr/lib/x86_64-linux-gnu/libfabric.so.1
 fail=0
 cell() { # expect(ok|notok) name env... -- program args
 	local want=$1 name=$2 out rc; shift 2
-	out=$(env "$@" 2>"$MW_OUT/nbf.err"); rc=$?
+	# A cell that hangs is a failure, not a suite timeout.
+	out=$(timeout 120 env "$@" 2>"$MW_OUT/nbf.err"); rc=$?
 	case "$want:$rc" in
 	ok:0) echo "$out" ;;
 	notok:1) echo "ok - expected failure: $out" ;;
@@ -28,7 +29,18 @@ cell() { # expect(ok|notok) name env... -- program args
 	esac
 }
 for mon in memhooks userfaultfd; do
-	cell ok "control $mon" FI_MR_CACHE_MONITOR=$mon MW_FI_DLOPEN=$FI $T/nbf_alone "control libfabric alone (dlopen) $mon"
+	# The control runs libfabric alone (nothing of ours). Where libfabric's
+	# own monitor does not finish on this kernel (its userfaultfd monitor on
+	# 6.12 under TCG took minutes per run), that column is skipped, said so.
+	out=$(timeout 90 env FI_MR_CACHE_MONITOR=$mon MW_FI_DLOPEN=$FI \
+		$T/nbf_alone "control libfabric alone (dlopen) $mon" 2>"$MW_OUT/nbf.err")
+	case $? in
+	0) echo "$out" ;;
+	124) echo "ok - # SKIP $mon column: libfabric's $mon monitor alone did not finish in 90 s on $(uname -r)"
+		continue ;;
+	*) echo "not ok - control libfabric alone $mon: $out"
+		sed 's/^/#   /' "$MW_OUT/nbf.err" | tail -4; fail=1; continue ;;
+	esac
 	for mode in kernel hooks none disabled; do
 		case $mode in
 		kernel) our="MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
