@@ -180,3 +180,47 @@ int mw_elf_find_libc(struct mw_elf *e)
 {
 	return dl_iterate_phdr(mw_find_libc_cb, e) == 1 ? 0 : -1;
 }
+
+static void mw_each_rela(const struct mw_elf *e, const void *tab, size_t sz,
+			 mw_elf_import_fn fn, void *arg)
+{
+	const ElfW(Rela) *r = tab,
+			 *end = (const ElfW(Rela) *)((const char *)tab + sz);
+	const ElfW(Sym) *syms = e->symtab;
+
+	if (!r)
+		return;
+	for (; r < end; r++) {
+		unsigned long type = ELF64_R_TYPE(r->r_info);
+
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    !ELF64_R_SYM(r->r_info))
+			continue;
+		fn(e, e->strtab + syms[ELF64_R_SYM(r->r_info)].st_name,
+		   (void **)(e->base + r->r_offset), arg);
+	}
+}
+
+void mw_elf_each_import(const struct mw_elf *e, mw_elf_import_fn fn, void *arg)
+{
+	mw_each_rela(e, e->jmprel, e->jmprel_sz, fn, arg);
+	mw_each_rela(e, e->rela, e->rela_sz, fn, arg);
+}
+
+void mw_elf_load_span(const struct dl_phdr_info *info, uintptr_t *lo,
+		      uintptr_t *hi)
+{
+	*lo = UINTPTR_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (a < *lo)
+			*lo = a;
+		if (a + p->p_memsz > *hi)
+			*hi = a + p->p_memsz;
+	}
+}

@@ -104,37 +104,21 @@ static int mw_got_default(const char *nm, void *cur)
 	return have_libc && v == mw_elf_lookup(&libc, nm, NULL);
 }
 
-static void mw_got_relocs(const struct mw_elf *e, const void *tab, size_t sz,
-			  int groups)
+static void mw_got_import(const struct mw_elf *e, const char *nm, void **slot,
+			  void *arg)
 {
-	const ElfW(Rela) *r = tab, *end = (const ElfW(Rela) *)((const char *)tab + sz);
-	const ElfW(Sym) *syms = e->symtab;
+	int groups = *(const int *)arg;
+	size_t i;
 
-	if (!r)
-		return;
-	for (; r < end; r++) {
-		unsigned long type = ELF64_R_TYPE(r->r_info);
-		const char *nm;
-		size_t i;
-
-		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		if (!(targets[i].group & groups) ||
+		    strcmp(nm, targets[i].name) != 0)
 			continue;
-		if (!ELF64_R_SYM(r->r_info))
-			continue;
-		nm = e->strtab + syms[ELF64_R_SYM(r->r_info)].st_name;
-		for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
-			void **slot;
-
-			if (!(targets[i].group & groups) ||
-			    strcmp(nm, targets[i].name) != 0)
-				continue;
-			slot = (void **)(e->base + r->r_offset);
-			if (*slot != targets[i].ours &&
-			    (targets[i].group != G_MEM ||
-			     !strcmp(nm, "dlopen") || mw_got_default(nm, *slot)))
-				mw_got_write(e, slot, targets[i].ours);
-			break;
-		}
+		if (*slot != targets[i].ours &&
+		    (targets[i].group != G_MEM ||
+		     !strcmp(nm, "dlopen") || mw_got_default(nm, *slot)))
+			mw_got_write(e, slot, targets[i].ours);
+		break;
 	}
 }
 
@@ -180,21 +164,8 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	if (mw_elf_from_phdr(&e, info->dlpi_addr, n, info->dlpi_phdr,
 			     info->dlpi_phnum) != 0 || mw_skip_object(info, &e))
 		return 0;
-	obj_lo = UINTPTR_MAX;
-	obj_hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type != PT_LOAD)
-			continue;
-		if (lo < obj_lo)
-			obj_lo = lo;
-		if (lo + p->p_memsz > obj_hi)
-			obj_hi = lo + p->p_memsz;
-	}
-	mw_got_relocs(&e, e.jmprel, e.jmprel_sz, groups);
-	mw_got_relocs(&e, e.rela, e.rela_sz, groups);
+	mw_elf_load_span(info, &obj_lo, &obj_hi);
+	mw_elf_each_import(&e, mw_got_import, &groups);
 	return 0;
 }
 

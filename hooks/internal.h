@@ -68,6 +68,18 @@ MW_HIDDEN uintptr_t mw_elf_lookup(const struct mw_elf *e, const char *sym,
 				  size_t *size);
 /* The loaded libc, found by its exported __libc_malloc/_exit. */
 MW_HIDDEN int mw_elf_find_libc(struct mw_elf *e);
+/* Every symbol-bound GOT slot (JUMP_SLOT, GLOB_DAT) in both relocation
+ * tables of e: fn(e, symbol name, slot, arg). Shared by the GOT writer
+ * (got.c) and the bypass check (verify.c) so both see the same slots.
+ */
+typedef void (*mw_elf_import_fn)(const struct mw_elf *e, const char *nm,
+				 void **slot, void *arg);
+MW_HIDDEN void mw_elf_each_import(const struct mw_elf *e, mw_elf_import_fn fn,
+				  void *arg);
+struct dl_phdr_info;
+/* [*lo, *hi): the span of an object's PT_LOAD segments. */
+MW_HIDDEN void mw_elf_load_span(const struct dl_phdr_info *info,
+				uintptr_t *lo, uintptr_t *hi);
 
 /* got.c: GOT relocation in every loaded object and on dlopen. */
 MW_HIDDEN int mw_got_install(int alloc, int mem);

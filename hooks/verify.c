@@ -259,35 +259,18 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 		mw_lose(mw_fn_lost_bit(f), nm);
 }
 
-static void mw_check_relocs(const struct mw_elf *e, const struct gwalk *g,
-			    const void *tab, size_t sz)
+static void mw_check_import(const struct mw_elf *e, const char *nm,
+			    void **slot, void *arg)
 {
-	const ElfW(Rela) *r = tab,
-			 *end = (const ElfW(Rela) *)((const char *)tab + sz);
-	const ElfW(Sym) *syms = e->symtab;
+	size_t k;
 
-	if (!r)
-		return;
-	for (; r < end; r++) {
-		unsigned long type = ELF64_R_TYPE(r->r_info);
-		const char *nm;
-		size_t k;
-
-		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
-		    !ELF64_R_SYM(r->r_info))
+	for (k = 0; k < NF; k++) {
+		if (strcmp(nm, fns[k].name) != 0)
 			continue;
-		nm = e->strtab + syms[ELF64_R_SYM(r->r_info)].st_name;
-		for (k = 0; k < NF; k++) {
-			if (strcmp(nm, fns[k].name) != 0)
-				continue;
-			mw_check_slot(
-				e, g, nm,
-				__atomic_load_n(
-					(uintptr_t *)(e->base + r->r_offset),
-					__ATOMIC_ACQUIRE),
-				k);
-			break;
-		}
+		mw_check_slot(e, arg, nm,
+			      __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE),
+			      k);
+		break;
 	}
 }
 
@@ -295,31 +278,19 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	uintptr_t ldso = (uintptr_t)getauxval(AT_BASE);
 	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct gwalk g = {.lo = UINTPTR_MAX, .hi = 0};
+	struct gwalk g;
 	struct mw_elf e;
-	int i;
 
 	(void)sz;
 	(void)arg;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type != PT_LOAD)
-			continue;
-		if (lo < g.lo)
-			g.lo = lo;
-		if (lo + p->p_memsz > g.hi)
-			g.hi = lo + p->p_memsz;
-	}
+	mw_elf_load_span(info, &g.lo, &g.hi);
 	if ((ldso && ldso >= g.lo && ldso < g.hi) ||
 	    (vdso && vdso >= g.lo && vdso < g.hi) ||
 	    mw_elf_from_phdr(&e, info->dlpi_addr,
 			     info->dlpi_name ? info->dlpi_name : "",
 			     info->dlpi_phdr, info->dlpi_phnum) != 0)
 		return 0;
-	mw_check_relocs(&e, &g, e.jmprel, e.jmprel_sz);
-	mw_check_relocs(&e, &g, e.rela, e.rela_sz);
+	mw_elf_each_import(&e, mw_check_import, &g);
 	return 0;
 }
 
