@@ -21,7 +21,8 @@ secs=$(printf '%.0f' "$(echo "$(date +%s.%N) - $t0" | bc)")
 ok=$(grep -cE '^ *ok [0-9]+|^ok ' "$LOG")
 nok=$(grep -cE '^ *not ok ' "$LOG")
 skip=$(grep -cE '^ *(not )?ok .*# *SKIP|^skip |^SKIP ' "$LOG")
-pass=$(grep -cE '^PASS ' "$LOG") fail=$(grep -cE '^FAIL ' "$LOG")
+# Script lines only (vm/guest/suite.sh prints "PASS NN-name"), not summaries.
+pass=$(grep -cE '^PASS [0-9]{2}-' "$LOG") fail=$(grep -cE '^FAIL [0-9]{2}-' "$LOG")
 counts="$ok ok, $nok not ok, $skip skip"
 [ $((pass + fail)) -gt 0 ] && counts+="; scripts $pass pass, $fail fail"
 case $rc in
@@ -31,6 +32,12 @@ case $rc in
 esac
 printf '  %-7s %-22s %-22s %5ss  %s  (%s)\n' "$res" "$STAGE" "$KERNEL" "$secs" "$counts" "$LOG"
 [ "$res" = "not ok" ] && [ "${MW_STAGE_SHOW:-0}" != 1 ] && {
+	# What failed, with the diagnostics just before it, so a CI log that
+	# only keeps this summary still names the failing test.
+	if [ "$nok" -gt 0 ]; then
+		echo "    failing tests in $LOG (with the 6 lines before each):"
+		grep -B6 -E '^ *not ok ' "$LOG" | head -60 | sed 's/^/    | /'
+	fi
 	echo "    last lines of $LOG:"; tail -15 "$LOG" | sed 's/^/    | /'; }
 printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$STAGE" "$KERNEL" "$res" "$secs" "$counts" "$LOG" >> "$SUMMARY"
 exit $rc
