@@ -13,7 +13,6 @@
 #include "hooks/hooks.h"
 #include "uapi/mmuwatch.h"
 #include "libuser/internal.h"
-#include "rcache/internal.h"
 
 /* The hooks archive is optional at link time: weak references. */
 extern int mw_hooks_init(void) __attribute__((weak));
@@ -131,20 +130,36 @@ static int choose_source(void)
 	return 0;
 }
 
+static const struct mwu_fork_layer *fork_layers[MWU_FORK_LAYERS];
+static unsigned nr_fork_layers;
+
+void mwu_fork_layer_add(const struct mwu_fork_layer *l)
+{
+	/* Constructors run one at a time; a full table is a build error in
+	 * spirit (only our own layers register), so say it loudly. */
+	if (nr_fork_layers == MWU_FORK_LAYERS) {
+		mwu_log(MWU_LOG_ERR, "internal: too many fork layers");
+		abort();
+	}
+	fork_layers[nr_fork_layers++] = l;
+}
+
 static void atfork_prepare(void)
 {
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
 	mwu_sinks_atfork_prepare();
 	pthread_mutex_lock(&mwu_core.lock);
-	mwr_pool_atfork_prepare();
+	for (unsigned i = 0; i < nr_fork_layers; i++)
+		fork_layers[i]->prepare();
 }
 
 static void atfork_parent(void)
 {
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
-	mwr_pool_atfork_parent();
+	for (unsigned i = nr_fork_layers; i-- > 0;)
+		fork_layers[i]->parent();
 	pthread_mutex_unlock(&mwu_core.lock);
 	mwu_sinks_atfork_parent();
 }
@@ -155,8 +170,8 @@ static void atfork_child(void)
 {
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
-	mwr_pool_atfork_child();
-	mwr_refs_atfork_child();
+	for (unsigned i = 0; i < nr_fork_layers; i++)
+		fork_layers[i]->child();
 	pthread_mutex_init(&mwu_core.lock, NULL);
 	mwu_stats_atfork_child();
 	mwu_helper_atfork_child();

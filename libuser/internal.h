@@ -116,6 +116,18 @@ MWU_HIDDEN void mwu_sink_remove(struct mwu_sink *s);
 MWU_HIDDEN void mwu_sinks_atfork_prepare(void);
 MWU_HIDDEN void mwu_sinks_atfork_parent(void);
 MWU_HIDDEN void mwu_sinks_atfork_child(void);
+/* Process-wide fork handlers of an upper layer (rcache's region pool and
+ * reference table), registered by that layer at load time so the core
+ * never calls upward. Run under the core lock: prepare after taking it,
+ * parent before dropping it, child before anything else is re-initialised.
+ * At most MWU_FORK_LAYERS; registration is from constructors (no lock). */
+struct mwu_fork_layer {
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+#define MWU_FORK_LAYERS 4
+MWU_HIDDEN void mwu_fork_layer_add(const struct mwu_fork_layer *l);
 /* Helper thread (helper.c): started lazily when the first sink appears. */
 MWU_HIDDEN void mwu_helper_start(void);
 MWU_HIDDEN void mwu_helper_stop(void);

@@ -91,6 +91,25 @@ void mwr_pool_atfork_child(void)
 	pthread_mutex_init(&plock, NULL);
 }
 
+static void pool_layer_child(void)
+{
+	mwr_pool_atfork_child();
+	mwr_refs_atfork_child();
+}
+
+/* The core runs these around fork under its lock; registering from here
+ * keeps the arrow pointing down (libuser never names rcache). */
+static const struct mwu_fork_layer pool_layer = {
+	.prepare = mwr_pool_atfork_prepare,
+	.parent = mwr_pool_atfork_parent,
+	.child = pool_layer_child,
+};
+
+__attribute__((constructor)) static void pool_layer_register(void)
+{
+	mwu_fork_layer_add(&pool_layer);
+}
+
 /* Diagnostics: call fn on every region not in the free list. */
 void mwr_pool_foreach(void (*fn)(struct mwr_region *r, void *arg), void *arg)
 {
