@@ -181,6 +181,20 @@ int mw_elf_find_libc(struct mw_elf *e)
 	return dl_iterate_phdr(mw_find_libc_cb, e) == 1 ? 0 : -1;
 }
 
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
+
+/* Static executables (no dynamic section, or no libc object) have no GOT
+ * to write and no libc entry points to patch; every hook layer asks. */
+int mw_is_static(void)
+{
+	static int cached = -1;
+	struct mw_elf libc;
+
+	if (cached < 0)
+		cached = !_DYNAMIC || mw_elf_find_libc(&libc) != 0;
+	return cached;
+}
+
 static void mw_each_rela(const struct mw_elf *e, const void *tab, size_t sz,
 			 mw_elf_import_fn fn, void *arg)
 {

@@ -20,7 +20,6 @@
 #include "hooks/raw.h"
 
 extern char **environ;
-extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
 /* glibc >= 2.32: false once the process ever created a thread */
 extern char __libc_single_threaded __attribute__((weak));
 
@@ -55,16 +54,6 @@ static int mw_kernel_expected(void)
 	return !mw_raw_failed(mw_raw6(SYS_faccessat, AT_FDCWD,
 				      (long)"/dev/mmuwatch", R_OK | W_OK, 0, 0,
 				      0));
-}
-
-int mw_is_static(void)
-{
-	static int cached = -1;
-	struct mw_elf libc;
-
-	if (cached < 0)
-		cached = !_DYNAMIC || mw_elf_find_libc(&libc) != 0;
-	return cached;
 }
 
 void mw_early_decide(void)
