@@ -167,7 +167,10 @@ int mwr_get_uncached(struct mwr_rcache *rc,
 	int ret;
 
 	pthread_mutex_lock(&rc->lock);
-	if (rc->nregions)
+	/* A library load holds the guarantee down only for its window: what
+	 * is cached stays (the check after the load flushes if a hook was
+	 * lost); any other drop means releases may have gone unseen. */
+	if (rc->nregions && !mwu_guard_loading())
 		mwr_unlink_all(rc);
 	ret = mwr_miss(rc, s, e, &r, 0);
 	pthread_mutex_unlock(&rc->lock);

@@ -62,6 +62,11 @@ run "rcache.oracle_one.negative_control.hooks seed=$SEED" 0 \
 	$T/fuzz --seed $SEED --ops $((OPS / 5)) --no-raw --no-invalidate --expect-mismatch
 run "rcache.threads.negative_control.hooks" 0 \
 	$T/threads --seconds 1 --no-invalidate --expect-mismatch
+# A library that takes our munmap away from its constructor, dlopen'ed by
+# one thread while another hits (and its control: the window left open).
+run "rcache.dlopen_window.hooks" 0 $T/dlopen_window
+# A library that takes its malloc/free GOT slots for its own allocator.
+run "rcache.alloc_slots.hooks" 0 $T/alloc_slots
 # The known gap of the hooks source: raw syscalls go unseen, so a run with
 # them must show stale hits (this is what the kernel source fixes).
 run "rcache.hooks_miss_raw_syscalls (expected stale) seed=$SEED" 0 \
