@@ -31,15 +31,58 @@ static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
 	local_put(h, r);
 }
 
+static int get_slow(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
+		    struct mw_region **out);
+
+/*
+ * The rare endings of a fast hit, out of line and entered by tail calls:
+ * the fast path below then makes no call at all and its values stay in
+ * call-clobbered registers (no callee-saved register to save and restore:
+ * ~20 instructions of a ~130 instruction get). Each ends the get itself.
+ */
+/* The state changed under the local reference: back off, go slow. */
+static __attribute__((noinline)) int hit_back_off(struct mwr_rcache *rc,
+						  struct mwr_region *r,
+						  struct mwr_hold *h, uintptr_t s,
+						  uintptr_t e,
+						  struct mw_region **out)
+{
+	local_put(h, r);
+	return get_slow(rc, s, e, out);
+}
+
+/* Hooks releases to apply first, an invalid word, or this thread's first
+ * counted hit: the full check (mwu_watch_valid drains), then finish. */
+static __attribute__((noinline)) int hit_finish(struct mwr_rcache *rc,
+						struct mwr_region *r,
+						struct mwr_hold *h, uintptr_t s,
+						uintptr_t e,
+						struct mw_region **out)
+{
+	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	    !mwu_watch_valid(&r->watch)) {
+		hit_invalid(rc, r, h);
+		return get_slow(rc, s, e, out);
+	}
+	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
+	mwu_count_hit();
+	*out = &r->pub;
+	return 0;
+}
+
 /*
  * The common hit, kept small: the page index, a local reference (plain
- * stores), the state re-read, the validity word. Anything unusual returns
- * NULL and try_hit() below handles it. The slot is only a hint: the state
- * word (flags, generation) read before and after the range fields and the
- * hold decides, as every field is fixed while the generation stands.
+ * stores), the state re-read, the validity word. Anything unusual leaves
+ * by a tail call: get_slow() (try_hit() and the miss), or the rare endings
+ * above. The slot is only a hint: the state word (flags, generation) read
+ * before and after the range fields and the hold decides, as every field
+ * is fixed while the generation stands. The validity test is
+ * mwu_watch_valid() without its drain call (hit_finish() does that).
  */
-static inline __attribute__((always_inline)) struct mwr_region *
-try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
+static inline __attribute__((always_inline)) int
+hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
+	 struct mw_region **out)
 {
 	struct mwr_thr *t = mwr_thr;
 	struct mwr_region *r;
@@ -48,22 +91,22 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 	uint32_t gen;
 
 	if (mwu_unlikely(!t || !mwr_local_ok))
-		return NULL;
+		return get_slow(rc, s, e, out);
 	r = mwr_index_find(&rc->index, s);
 	if (mwu_unlikely(!r))
-		return NULL;
+		return get_slow(rc, s, e, out);
 	st = mwr_ld_state(r);
 	if (mwu_unlikely((st & (MWR_INVALID | MWR_FREE | MWR_INTREE)) != MWR_INTREE))
-		return NULL;
+		return get_slow(rc, s, e, out);
 	if (mwu_unlikely(__atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc ||
 			 __atomic_load_n(&r->start, __ATOMIC_RELAXED) > s ||
 			 __atomic_load_n(&r->end, __ATOMIC_RELAXED) < e))
-		return NULL;
+		return get_slow(rc, s, e, out);
 	gen = (uint32_t)(st >> MWR_GEN_SHIFT);
 	h = mwr_hold_of(t, r);
 	if (h->r != r || h->gen != gen) {
 		if (h->refs)
-			return NULL;
+			return get_slow(rc, s, e, out);
 		__atomic_store_n(&h->r, r, __ATOMIC_RELAXED);
 		__atomic_store_n(&h->gen, gen, __ATOMIC_RELAXED);
 	}
@@ -72,20 +115,24 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 	 * the field loads above stay before the re-read (acquire). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (mwu_unlikely((mwr_ld_state(r) ^ st) & ~(MWR_COUNT_MASK | MWR_QUEUED))) {
-		local_put(h, r);
-		return NULL;
-	}
+	if (mwu_unlikely((mwr_ld_state(r) ^ st) & ~(MWR_COUNT_MASK | MWR_QUEUED)))
+		return hit_back_off(rc, r, h, s, e, out);
 	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
-	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
-		hit_invalid(rc, r, h);
-		return NULL;
-	}
+	    mwu_unlikely(__atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE) !=
+			 __atomic_load_n(&mwu_fast.applied, __ATOMIC_RELAXED) ||
+			 __atomic_load_n(__atomic_load_n(&r->watch.word,
+							 __ATOMIC_ACQUIRE),
+					 __ATOMIC_ACQUIRE) != r->watch.token))
+		return hit_finish(rc, r, h, s, e, out);
+	if (mwu_unlikely(!mwu_tstat.linked))
+		return hit_finish(rc, r, h, s, e, out);
 	/* CLOCK bit: racy by design (a lost update costs an eviction
 	 * choice), relaxed atomics say so. */
 	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
 		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
-	return r;
+	__atomic_store_n(&mwu_tstat.hits, mwu_tstat.hits + 1, __ATOMIC_RELAXED);
+	*out = &r->pub;
+	return 0;
 }
 
 /*
@@ -178,16 +225,32 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	return ret;
 }
 
+/* Not initialised yet (or finalised): initialise, then the get proper. A
+ * tail call, as the ones above: mw_rcache_get itself calls nothing. */
+static __attribute__((noinline)) int get_not_ready(struct mw_rcache *rc,
+						   const void *addr, size_t len,
+						   unsigned flags,
+						   struct mw_region **out)
+{
+	int ret = mwu_ready_slow();
+
+	return ret ? ret : mw_rcache_get(rc, addr, len, flags, out);
+}
+
 MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 			 unsigned flags, struct mw_region **out)
 {
 	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
 	uintptr_t s = (uintptr_t)addr;
-	struct mwr_region *r;
-	int ret = mwr_check_rc(rc);
+	int ret;
 
-	if (ret)
-		return ret;
+	if (mwu_unlikely(__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) !=
+			 MWU_READY))
+		return get_not_ready(rc_, addr, len, flags, out);
+	if (!rc)	/* mwr_check_rc() without its mwu_ready() call */
+		return MW_EINVAL;
+	if (rc->magic != MWR_MAGIC)
+		return MW_EFOREIGN;
 	if (!out)
 		return MW_EINVAL;
 	*out = NULL;
@@ -202,15 +265,10 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 	if (mwu_unlikely(!mwr_guaranteed()) &&
 	    !(rc->flags & MW_RCACHE_F_TEST_NO_GUARANTEE))
 		return mwr_get_uncached(rc, s, s + len, out);
-	if (mwu_likely(mwu_core.source != MW_SOURCE_NONE)) {
-		r = try_hit_fast(rc, s, s + len);
-		if (mwu_likely(r != NULL)) {
-			mwu_count_hit();
-			*out = &r->pub;
-			return 0;
-		}
-	}
-	return get_slow(rc, s, s + len, out);
+	/* Source none: nothing is ever indexed (mwr_miss() registers
+	 * transient regions only), so the fast path finds nothing and goes
+	 * slow by itself; no test of the source here. */
+	return hit_fast(rc, s, s + len, out);
 }
 
 static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
@@ -240,15 +298,36 @@ static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
 	return 0;
 }
 
+/* As get_not_ready(), for put. */
+static __attribute__((noinline)) int put_not_ready(struct mw_rcache *rc,
+						   struct mw_region *pub)
+{
+	int ret = mwu_ready_slow();
+
+	return ret ? ret : mw_rcache_put(rc, pub);
+}
+
+/* local_put()'s rare ending, by a tail call (mw_rcache_put calls nothing). */
+static __attribute__((noinline)) int put_queue(struct mwr_region *r,
+					       struct mwr_hold *h)
+{
+	mwr_flag_queue(r->rc, r, h->gen, 0);
+	return 0;
+}
+
 MW_API int mw_rcache_put(struct mw_rcache *rc_, struct mw_region *pub)
 {
 	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
 	struct mwr_thr *t = mwr_thr;
 	struct mwr_region *r;
-	int ret = mwr_check_rc(rc);
 
-	if (ret)
-		return ret;
+	if (mwu_unlikely(__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) !=
+			 MWU_READY))
+		return put_not_ready(rc_, pub);
+	if (!rc)	/* mwr_check_rc() without its mwu_ready() call */
+		return MW_EINVAL;
+	if (rc->magic != MWR_MAGIC)
+		return MW_EFOREIGN;
 	if (!pub)
 		return MW_EINVAL;
 	if (!mwr_pool_contains(pub))
@@ -256,13 +335,18 @@ MW_API int mw_rcache_put(struct mw_rcache *rc_, struct mw_region *pub)
 	r = mwr_of_pub(pub);
 	if (__atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc)
 		return MW_EFOREIGN;
-	/* This thread's local reference? */
+	/* This thread's local reference? local_put(), inline. */
 	if (mwu_likely(t != NULL)) {
 		struct mwr_hold *h = mwr_hold_of(t, r);
 
 		if (h->r == r && h->refs &&
 		    h->gen == (uint32_t)(mwr_ld_state(r) >> MWR_GEN_SHIFT)) {
-			local_put(h, r);
+			uint32_t n = h->refs - 1;
+
+			__atomic_store_n(&h->refs, n, __ATOMIC_RELEASE);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			if (mwu_unlikely(!n && (mwr_ld_state(r) & MWR_INVALID)))
+				return put_queue(r, h);
 			return 0;
 		}
 	}
