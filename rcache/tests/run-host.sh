@@ -14,9 +14,14 @@ SOURCES="none hooks"
 if [ "${MW_SAN:-}" = asan ] || [ "${MW_SAN:-}" = tsan ]; then
 	# The hooks' allocator replaces malloc in libc by GOT patching, which
 	# ASan's own allocator cannot live with (hooks/tests runs its allocator
-	# under ASan on its own): source none only, hooks off. TSan: the hook
-	# of a dying thread's stack madvise crashes inside TSan's metadata
-	# (tsan MetaMap::GetSync from mwu_soft_release), so the same.
+	# under ASan on its own): source none only, hooks off. TSan: glibc's
+	# start_thread madvises a finished thread's stack (advise_stack_range)
+	# after TSan's interceptor has finished that thread (ThreadFinish);
+	# with our jump at libc's entry that madvise enters our instrumented
+	# release path (mw_e_madvise -> on_hook_release -> soft.c) on a thread
+	# whose ThreadState is gone, and TSan faults in its own metadata
+	# (TraceSwitchPart, MetaMap::GetSync). So the same here, and the hooks
+	# run below without entry patches.
 	unset MMUWATCH_LEAVE_PINNED
 	export MMUWATCH_HOOKS_DISABLE=1
 	SOURCES=none
@@ -46,6 +51,16 @@ if [ -n "${MW_SAN:-}" ]; then
 	[ "$MW_SAN" = asan ] && run "rcache.threads.asan.hooks_no_allocator" 0 \
 		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
 		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
+		$T/threads --threads 3 --seconds 2 --no-guarantee
+	# TSan over the hooks source's release path (the program's munmap,
+	# madvise, mremap ... through our interposers into soft.c and the
+	# cache's invalidation), caching forced: TSan's allocator stays, and
+	# no jump at libc's entry (see above; glibc-internal releases, the
+	# FREE guarantee, are what this leaves out).
+	[ "$MW_SAN" = tsan ] && run "rcache.threads.tsan.hooks_no_entry_patch" 0 \
+		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
+		MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 TSAN_OPTIONS=halt_on_error=1 \
 		$T/threads --threads 3 --seconds 2 --no-guarantee
 	echo "# SAN=$MW_SAN: other hooks-source runs left out"
 	echo "1..$n"
