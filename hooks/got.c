@@ -27,12 +27,6 @@
 #define G_ALLOC 1
 #define G_MEM 2
 
-#define D(f) extern __typeof(f) mw_i_##f MW_HIDDEN
-D(malloc); D(free); D(calloc); D(realloc); D(memalign); D(aligned_alloc);
-D(posix_memalign); D(valloc); D(pvalloc); D(malloc_usable_size);
-D(malloc_trim); D(mallopt);
-#undef D
-
 static const struct {
 	const char *name;
 	void *ours;
@@ -61,6 +55,7 @@ static const struct {
 	{ "shmdt", (void *)mw_i_shmdt, G_MEM },
 	{ "shmat", (void *)mw_i_shmat, G_MEM },
 	{ "dlopen", (void *)mw_i_dlopen, G_MEM },
+	{ "dlmopen", (void *)mw_i_dlmopen, G_MEM },
 };
 
 static unsigned long patched;
@@ -116,7 +111,7 @@ static void mw_got_import(const struct mw_elf *e, const char *nm, void **slot,
 			continue;
 		if (*slot != targets[i].ours &&
 		    (targets[i].group != G_MEM ||
-		     !strcmp(nm, "dlopen") || mw_got_default(nm, *slot)))
+		     !strncmp(nm, "dl", 2) || mw_got_default(nm, *slot)))
 			mw_got_write(e, slot, targets[i].ours);
 		break;
 	}

@@ -55,6 +55,16 @@ MW_HIDDEN int mw_hooks_installed_late(void);
 /* One callback (the library core); NULL detaches. */
 MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
 /*
+ * Library loads through our dlopen/dlmopen wrappers (interpose.c): fn(1)
+ * before the load starts, so before any constructor of the new objects
+ * runs (a constructor can take a hook away, as UCX's libucm does), and
+ * fn(0) after the load returned and the new objects' GOTs were
+ * redirected. Nested loads (a constructor's dlopen) call it again. One
+ * callback (the library core); NULL detaches.
+ */
+typedef void (*mw_load_fn)(int begin);
+MW_HIDDEN void mw_hooks_set_load_cb(mw_load_fn fn);
+/*
  * Co-existence: bit i set when libc's function i (see mw_hooks_patch_name)
  * was found already patched by another library, or not starting with the
  * code we expect, so its libc-internal callers are not seen. A message says
@@ -78,7 +88,11 @@ MW_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
 #define MW_HOOKS_LOST_BRK	(1U << 4)
 #define MW_HOOKS_LOST_SHMDT	(1U << 5)
 #define MW_HOOKS_LOST_LIBC	(1U << 6)	/* glibc-internal releases */
+#define MW_HOOKS_LOST_FREE	(1U << 7)	/* a foreign allocator's frees */
 MW_HIDDEN unsigned mw_hooks_check(void);
+/* The same, but never skipped because another thread is checking: waits
+ * for it, then checks (the check after a library load). */
+MW_HIDDEN unsigned mw_hooks_check_now(void);
 /* Human-readable list of what was lost (static buffer, for the message). */
 MW_HIDDEN const char *mw_hooks_lost_what(void);
 

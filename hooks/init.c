@@ -93,6 +93,8 @@ void mw_libc_syms(void)
 							   NULL);
 	mw_libc_dlopen = (void *(*)(const char *, int))mw_elf_lookup(
 		&libc, "dlopen", NULL);
+	mw_libc_dlmopen = (void *(*)(long, const char *, int))mw_elf_lookup(
+		&libc, "dlmopen", NULL);
 }
 
 /* Threads of this process: entries of /proc/self/task (raw getdents64,

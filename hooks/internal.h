@@ -146,6 +146,22 @@ MW_HIDDEN int mw_e_brk(void *a);
 MW_HIDDEN int mw_e_shmdt(const void *a);
 MW_HIDDEN void *mw_e_shmat(int id, const void *a, int f);
 MW_HIDDEN void *mw_i_dlopen(const char *file, int mode);
+/* The malloc family's targets (interpose.c; got.c writes them, verify.c
+ * checks them). */
+MW_HIDDEN void *mw_i_malloc(size_t n);
+MW_HIDDEN void mw_i_free(void *p);
+MW_HIDDEN void *mw_i_calloc(size_t n, size_t m);
+MW_HIDDEN void *mw_i_realloc(void *p, size_t n);
+MW_HIDDEN void *mw_i_memalign(size_t align, size_t n);
+MW_HIDDEN void *mw_i_aligned_alloc(size_t align, size_t n);
+MW_HIDDEN int mw_i_posix_memalign(void **out, size_t align, size_t n);
+MW_HIDDEN void *mw_i_valloc(size_t n);
+MW_HIDDEN void *mw_i_pvalloc(size_t n);
+MW_HIDDEN size_t mw_i_malloc_usable_size(void *p);
+MW_HIDDEN int mw_i_malloc_trim(size_t pad);
+MW_HIDDEN int mw_i_mallopt(int param, int value);
+MW_HIDDEN void *mw_i_dlmopen(long lmid, const char *file, int mode);
+MW_HIDDEN extern void *(*mw_libc_dlmopen)(long, const char *, int);
 MW_HIDDEN extern void *(*mw_libc_dlopen)(const char *, int);
 
 /* selftest.c */

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
@@ -465,21 +466,59 @@ MW_EXPORT void *shmat(int id, const void *a, int flags)
 #undef CALL_ARGS
 }
 
-/* Objects dlopen'ed later get their GOT entries redirected too. The wrapper
- * is reached only through patched GOT entries (it is not exported). */
+/*
+ * Objects dlopen'ed later get their GOT entries redirected too. The
+ * wrappers are reached only through patched GOT entries (not exported).
+ * The load callback brackets the whole load: the new objects' constructors
+ * run inside it and may take a hook away while other threads keep
+ * releasing and hitting; the core stops trusting the hooks from before
+ * the first constructor until it verified them after the load (the window
+ * the periodic check alone would leave open until our next call).
+ */
 MW_HIDDEN void *(*mw_libc_dlopen)(const char *, int);
-void *mw_i_dlopen(const char *file, int mode)
-{
-	void *h;
+MW_HIDDEN void *(*mw_libc_dlmopen)(long, const char *, int);
+static _Atomic(mw_load_fn) load_cb;
 
+void mw_hooks_set_load_cb(mw_load_fn fn)
+{
+	atomic_store(&load_cb, fn);
+}
+
+static void mw_load_begin(void)
+{
+	mw_load_fn fn = atomic_load(&load_cb);
+
+	if (fn)
+		fn(1);
 	mw_dl_depth++;
-	h = mw_libc_dlopen ? mw_libc_dlopen(file, mode) : NULL;
+}
+
+static void *mw_load_end(void *h)
+{
+	mw_load_fn fn;
+
 	mw_dl_depth--;
 	if (h && mw_hooks_on)
 		mw_got_install(mw_alloc_mode == MW_ALLOC_OURS, 1);
 	if (h)
 		mw_verify_loaded();
+	fn = atomic_load(&load_cb);
+	if (fn)
+		fn(0);
 	return h;
+}
+
+void *mw_i_dlopen(const char *file, int mode)
+{
+	mw_load_begin();
+	return mw_load_end(mw_libc_dlopen ? mw_libc_dlopen(file, mode) : NULL);
+}
+
+void *mw_i_dlmopen(long lmid, const char *file, int mode)
+{
+	mw_load_begin();
+	return mw_load_end(mw_libc_dlmopen ? mw_libc_dlmopen(lmid, file, mode)
+					   : NULL);
 }
 
 /* Hidden aliases: the targets of GOT and entry patches (direct addresses). */

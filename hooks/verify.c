@@ -17,6 +17,7 @@
  *     someone else's function, which is probed once (called on a scratch
  *     mapping while the release path counts: did the call reach us?).
  *     brk/sbrk cannot be probed safely and are lost when redirected.
+ *  4. the malloc family's GOT slots, per object (mw_check_alloc below).
  * 1 and 2 cost a few compares and run on every check; 3 walks the loaded
  * objects and runs when the set of objects changed (dl_iterate_phdr's adds
  * counter, or our dlopen wrapper) and at most once a second otherwise.
@@ -25,6 +26,9 @@
 #include <elf.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/ipc.h>
@@ -233,9 +237,146 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
 	return ok;
 }
 
-struct gwalk {
-	uintptr_t lo, hi; /* the object being walked (lazy slots) */
+/* ---- 4: the malloc family's GOT slots ---------------------------------
+ * Which releases depend on them, slot by slot:
+ *  - malloc, calloc, memalign, aligned_alloc, posix_memalign, valloc,
+ *    pvalloc: they release nothing; they only say whose memory the object
+ *    gets (its allocator, below).
+ *  - malloc_usable_size, mallopt: release nothing; not checked.
+ *  - free, realloc, malloc_trim: they release, through the allocator the
+ *    object's memory came from. When that allocator is ours (our heap
+ *    reports every release) or glibc's (its releases pass our libc jumps,
+ *    check 2), a foreign target there can only hand the memory back or
+ *    release it through calls we check (munmap & co., in its own object's
+ *    GOT, check 3): nothing to lose. When the object allocates from a
+ *    foreign allocator (its malloc slot redirected, as UCX's libucm does
+ *    with its own ptmalloc), that allocator's releases must reach us: its
+ *    malloc/free pair is probed once (a 64 MiB block, above any mmap
+ *    threshold, freed at once by ptmalloc-style allocators: did the
+ *    release reach us?). An allocator that keeps the block (jemalloc's
+ *    decay) fails the probe: lost, fail closed; a mix we cannot pair
+ *    (foreign release, foreign non-malloc allocation) is lost too.
+ * A target is foreign when it is neither ours, nor libc's definition, nor
+ * a lazy PLT stub of the object (it binds to the first definition,
+ * ours or libc's, and is checked again once bound). */
+enum { A_MALLOC, A_FREE, A_REL, A_ALLOC, A_N };
+static const struct {
+	const char *name;
+	void *ours;
+	int kind;
+} afns[] = {
+	{"malloc", (void *)mw_i_malloc, A_MALLOC},
+	{"free", (void *)mw_i_free, A_FREE},
+	{"realloc", (void *)mw_i_realloc, A_REL},
+	{"malloc_trim", (void *)mw_i_malloc_trim, A_REL},
+	{"calloc", (void *)mw_i_calloc, A_ALLOC},
+	{"memalign", (void *)mw_i_memalign, A_ALLOC},
+	{"aligned_alloc", (void *)mw_i_aligned_alloc, A_ALLOC},
+	{"posix_memalign", (void *)mw_i_posix_memalign, A_ALLOC},
+	{"valloc", (void *)mw_i_valloc, A_ALLOC},
+	{"pvalloc", (void *)mw_i_pvalloc, A_ALLOC},
 };
+#define NA (sizeof(afns) / sizeof(afns[0]))
+#define ALLOC_PROBE (64UL << 20)
+
+static struct mw_elf alibc;
+static int have_alibc = -1;
+static struct {
+	uintptr_t m, f;
+	int ok;
+} aprobed[8];
+static unsigned naprobed;
+static int alloc_test_off = -1;
+
+/* Did the pair's free of a fresh block reach our release path? The
+ * release is delivered as usual (fresh memory: nobody watches it; other
+ * memory the allocator gives back meanwhile must not go unseen). */
+static int mw_alloc_probe(uintptr_t m, uintptr_t f)
+{
+	void *p;
+	unsigned i;
+	int ok;
+
+	for (i = 0; i < naprobed; i++)
+		if (aprobed[i].m == m && aprobed[i].f == f)
+			return aprobed[i].ok;
+	p = ((void *(*)(size_t))m)(ALLOC_PROBE);
+	ok = 0;
+	if (p) {
+		mw_release_watch((uintptr_t)p, (uintptr_t)p + ALLOC_PROBE);
+		((void (*)(void *))f)(p);
+		ok = mw_release_watch_hits() > 0;
+		mw_release_watch(0, 0);
+	}
+	if (naprobed < sizeof(aprobed) / sizeof(aprobed[0])) {
+		aprobed[naprobed].m = m;
+		aprobed[naprobed].f = f;
+		aprobed[naprobed++].ok = ok;
+	}
+	return ok;
+}
+
+struct gwalk {
+	uintptr_t lo, hi; /* the object being walked */
+	const struct dl_phdr_info *info;
+	uintptr_t aval[A_N]; /* foreign malloc-family targets, by kind */
+};
+
+/*
+ * Is v a lazy-binding PLT stub of the object (a slot not bound yet)? Not
+ * merely "inside the object": a library can point its own slot at its own
+ * function. x86-64 stubs start with "push $index" (68 imm32), after an
+ * endbr64 (f3 0f 1e fa) in IBT PLTs. Only bytes of an executable PT_LOAD
+ * are read (the span between segments may be PROT_NONE).
+ */
+static int mw_lazy_stub(const struct gwalk *g, uintptr_t v)
+{
+	const struct dl_phdr_info *info = g->info;
+	const unsigned char *c = (const unsigned char *)v;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) ||
+		    !(p->p_flags & PF_R) || v < a || v + 5 > a + p->p_memsz)
+			continue;
+		if (c[0] == 0x68)
+			return 1;
+		return v + 9 <= a + p->p_memsz && c[0] == 0xf3 && c[1] == 0x0f &&
+		       c[2] == 0x1e && c[3] == 0xfa && c[4] == 0x68;
+	}
+	return 0;
+}
+
+static void mw_note_alloc(struct gwalk *g, const char *nm, uintptr_t v)
+{
+	size_t k;
+
+	for (k = 0; k < NA; k++) {
+		if (strcmp(nm, afns[k].name) != 0)
+			continue;
+		if (v && v != (uintptr_t)afns[k].ours &&
+		    !mw_lazy_stub(g, v) &&
+		    !(have_alibc == 1 && v == mw_elf_lookup(&alibc, nm, NULL)) &&
+		    !g->aval[afns[k].kind])
+			g->aval[afns[k].kind] = v;
+		return;
+	}
+}
+
+static void mw_check_alloc(const char *obj, const struct gwalk *g)
+{
+	const uintptr_t *a = g->aval;
+
+	if (!a[A_FREE] && !a[A_REL])
+		return; /* no foreign release */
+	if (!a[A_MALLOC] && !a[A_ALLOC])
+		return; /* memory from ours or glibc: see above */
+	if (a[A_MALLOC] && a[A_FREE] && mw_alloc_probe(a[A_MALLOC], a[A_FREE]))
+		return;
+	mw_lose(MW_HOOKS_LOST_FREE, *obj ? "free" : "free(main)");
+}
 
 static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 			  const char *nm, uintptr_t v, size_t k)
@@ -247,7 +388,7 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 		return;
 	if (v == mw_next_libc(f) && f < MW_FN_SBRK && mw_patch_is_ours(f))
 		return;
-	if (v >= g->lo && v < g->hi) { /* lazy: binds on first call */
+	if (mw_lazy_stub(g, v)) { /* lazy: binds on first call */
 		if (mw_next_we_are_first())
 			return;
 		if (f < MW_FN_SBRK && mw_patch_is_ours(f))
@@ -264,6 +405,9 @@ static void mw_check_import(const struct mw_elf *e, const char *nm,
 {
 	size_t k;
 
+	if (alloc_test_off != 1)
+		mw_note_alloc(arg, nm,
+			      __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE));
 	for (k = 0; k < NF; k++) {
 		if (strcmp(nm, fns[k].name) != 0)
 			continue;
@@ -284,13 +428,17 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	(void)sz;
 	(void)arg;
 	mw_elf_load_span(info, &g.lo, &g.hi);
+	g.info = info;
 	if ((ldso && ldso >= g.lo && ldso < g.hi) ||
 	    (vdso && vdso >= g.lo && vdso < g.hi) ||
 	    mw_elf_from_phdr(&e, info->dlpi_addr,
 			     info->dlpi_name ? info->dlpi_name : "",
 			     info->dlpi_phdr, info->dlpi_phnum) != 0)
 		return 0;
+	memset(g.aval, 0, sizeof(g.aval));
 	mw_elf_each_import(&e, mw_check_import, &g);
+	if (alloc_test_off != 1)
+		mw_check_alloc(info->dlpi_name ? info->dlpi_name : "", &g);
 	return 0;
 }
 
@@ -309,7 +457,13 @@ static long long mw_now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-unsigned mw_hooks_check(void)
+/* wait (the check after a load): when another thread is checking, wait
+ * for it and check again (a check that began before the load's
+ * constructors ran proves nothing about them), unless this thread is the
+ * one checking (a probed function that loads a library); always walk the
+ * GOTs. */
+static __thread int checking;
+static unsigned mw_hooks_check_f(int wait)
 {
 	unsigned long long adds = 0;
 	long long now;
@@ -321,21 +475,43 @@ unsigned mw_hooks_check(void)
 		const char *t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY");
 
 		test_off = t && mw_lp_parse(t) == MW_LP_YES;
+		t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC");
+		alloc_test_off = t && mw_lp_parse(t) == MW_LP_YES;
+		have_alibc = mw_elf_find_libc(&alibc) == 0;
 	}
 	if (test_off)
 		return 0;
-	if (!atomic_compare_exchange_strong(&busy, &zero, 1))
-		return atomic_load(&lost); /* another thread checks */
+	while (!atomic_compare_exchange_strong(&busy, &zero, 1)) {
+		if (!wait || checking)
+			return atomic_load(&lost); /* another thread checks */
+		zero = 0;
+		sched_yield();
+	}
+	checking = 1;
 	mw_verify_snapshot();
 	mw_check_code();
 	dl_iterate_phdr(mw_adds_cb, &adds);
 	now = mw_now_ns();
-	if (adds != adds_seen || atomic_exchange(&load_seen, 0) ||
-	    now >= next_full_ns) {
+	/* After a load (wait): walk now, and leave load_seen for the next
+	 * check as well: what the loaded library's users do right after the
+	 * load (UCX's reloc patching at its init) is not inside it. */
+	if (wait || adds != adds_seen ||
+	    atomic_exchange(&load_seen, 0) || now >= next_full_ns) {
 		adds_seen = adds;
 		next_full_ns = now + 1000000000LL;
 		dl_iterate_phdr(mw_got_cb, NULL);
 	}
+	checking = 0;
 	atomic_store(&busy, 0);
 	return atomic_load(&lost);
+}
+
+unsigned mw_hooks_check(void)
+{
+	return mw_hooks_check_f(0);
+}
+
+unsigned mw_hooks_check_now(void)
+{
+	return mw_hooks_check_f(1);
 }

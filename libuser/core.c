@@ -85,6 +85,7 @@ static int use_hooks(const char *why)
 	if (ret)
 		return ret;
 	mw_hooks_set_release_cb(on_hook_release);
+	mwu_guard_attach(1);
 	mwu_core.source = MW_SOURCE_HOOKS;
 	mwu_core.support = hooks_support_bits() | MW_SUPPORT_HIT_CHECK;
 	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
@@ -251,6 +252,7 @@ MW_API int mw_finalize(void)
 		mwu_kernel_close();
 	else if (mwu_core.source == MW_SOURCE_HOOKS) {
 		mw_hooks_set_release_cb(NULL);
+		mwu_guard_attach(0);
 		mwu_soft_close();
 	}
 	pthread_mutex_unlock(&mwu_core.lock);

@@ -16,7 +16,22 @@
  * Called at init, on every watch creation (the cache's miss path), from
  * mw_support(), and from each progress round (the helper thread: the
  * periodic check). Cheap unless a library was loaded (hooks/verify.c).
+ *
+ * Library loads: a constructor of a library being loaded can take a hook
+ * away while other threads release and hit; a check at our next call
+ * would leave that window open. So mwu_guard_load() (called by hooks/
+ * around every dlopen/dlmopen through our wrappers) takes the hooks'
+ * bits out of the guarantee before the load starts (caches register
+ * afresh meanwhile) and puts back what is still true after the check
+ * that follows the load. Not an rtld-audit la_objopen or r_brk: both fire
+ * before the new objects' constructors run (glibc signals RT_CONSISTENT
+ * before _dl_init), so neither sees the end of the window; only the
+ * return of dlopen does. Loads that do not pass our wrappers (libc's own
+ * dlopen of NSS or iconv modules, a dlopen reached through a pointer
+ * from dlsym) are still found at the next check only (hooks/README.md).
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,9 +39,12 @@
 #include "libuser/internal.h"
 
 extern unsigned mw_hooks_check(void) __attribute__((weak));
+extern unsigned mw_hooks_check_now(void) __attribute__((weak));
 extern const char *mw_hooks_lost_what(void) __attribute__((weak));
+extern void mw_hooks_set_load_cb(mw_load_fn fn) __attribute__((weak));
 
 static unsigned lost_done;
+static unsigned load_held;	/* bits out of the word for loads (below) */
 
 /* Support bits that depend on each hook (see hooks/README.md's table). */
 static unsigned bits_of(unsigned lost)
@@ -45,12 +63,12 @@ static unsigned bits_of(unsigned lost)
 		b |= MW_SUPPORT_BRK;
 	if (lost & MW_HOOKS_LOST_SHMDT)
 		b |= MW_SUPPORT_SHMDT;
-	if (lost & MW_HOOKS_LOST_LIBC)
+	if (lost & (MW_HOOKS_LOST_LIBC | MW_HOOKS_LOST_FREE))
 		b |= MW_SUPPORT_FREE;
 	return b;
 }
 
-void mwu_guard_check(void)
+static void guard_check(int now)
 {
 	unsigned lost, fresh, old, drop;
 	char msg[384];
@@ -58,13 +76,14 @@ void mwu_guard_check(void)
 	if (mwu_core.source != MW_SOURCE_HOOKS || !mw_hooks_check ||
 	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
-	lost = mw_hooks_check();
+	lost = now && mw_hooks_check_now ? mw_hooks_check_now() : mw_hooks_check();
 	fresh = lost & ~__atomic_load_n(&lost_done, __ATOMIC_ACQUIRE);
 	if (!fresh || (__atomic_fetch_or(&lost_done, fresh, __ATOMIC_ACQ_REL) &
 		       fresh) == fresh)
 		return;
 	drop = bits_of(fresh);
-	old = __atomic_fetch_and(&mwu_guarantee, ~drop, __ATOMIC_ACQ_REL);
+	old = __atomic_fetch_and(&mwu_guarantee, ~drop, __ATOMIC_ACQ_REL) |
+	      __atomic_load_n(&load_held, __ATOMIC_RELAXED);	/* for the message */
 	mwu_stat_add(MWU_ST_HOOKS_LOST, 1);
 	snprintf(msg, sizeof(msg),
 		 "mmuwatch: warning: hooks bypassed by another library (%s): "
@@ -78,4 +97,69 @@ void mwu_guard_check(void)
 	/* Everything may be stale: the normal release path, whole space. */
 	mwu_soft_release(0, UINTPTR_MAX);
 	mwu_release_deliver(0, UINTPTR_MAX, MW_SOURCE_HOOKS);
+}
+
+void mwu_guard_check(void)
+{
+	guard_check(0);
+}
+
+/* Support bits a library load can take away (all of the hooks' paths). */
+#define LOAD_BITS                                                             \
+	(MW_SUPPORT_MUNMAP | MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE |         \
+	 MW_SUPPORT_MAP_FIXED | MW_SUPPORT_BRK | MW_SUPPORT_SHMDT |           \
+	 MW_SUPPORT_FREE)
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned loads;		/* in progress, under load_lock */
+
+int mwu_guard_loading(void)
+{
+	return __atomic_load_n(&loads, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void guard_load(int begin)
+{
+	int last = 0;
+
+	if (mwu_core.source != MW_SOURCE_HOOKS ||
+	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return;
+	pthread_mutex_lock(&load_lock);
+	if (begin) {
+		if (__atomic_fetch_add(&loads, 1, __ATOMIC_ACQ_REL) == 0)
+			__atomic_fetch_or(&load_held,
+					  __atomic_fetch_and(&mwu_guarantee,
+							     ~LOAD_BITS,
+							     __ATOMIC_ACQ_REL) &
+						  LOAD_BITS,
+					  __ATOMIC_RELAXED);
+	} else if (loads) {
+		last = __atomic_sub_fetch(&loads, 1, __ATOMIC_ACQ_REL) == 0;
+	}
+	pthread_mutex_unlock(&load_lock);
+	if (!last)
+		return;
+	/* Outside the lock: the check walks the loaded objects. */
+	guard_check(1);
+	pthread_mutex_lock(&load_lock);
+	if (!loads) {	/* else the next load's end puts them back */
+		__atomic_fetch_or(&mwu_guarantee,
+				  load_held & ~bits_of(__atomic_load_n(
+						      &lost_done, __ATOMIC_ACQUIRE)),
+				  __ATOMIC_ACQ_REL);
+		__atomic_store_n(&load_held, 0, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&load_lock);
+}
+
+/* Test only: MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1 leaves the load window
+ * open (the negative control of rcache/tests/dlopen_window.c). */
+void mwu_guard_attach(int on)
+{
+	const char *t = getenv("MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD");
+
+	if (!mw_hooks_set_load_cb)
+		return;
+	mw_hooks_set_load_cb(on && !(t && t[0] == '1') ? guard_load : NULL);
 }

@@ -169,6 +169,11 @@ MWU_HIDDEN void mwu_stats_atfork_child(void);
 /* Hooks source: drop the guarantee of any release path whose hook another
  * library took away (once, said on stderr, counted, caches flushed). */
 MWU_HIDDEN void mwu_guard_check(void);
+/* Hooks source: bracket library loads (hooks/ calls back around each
+ * dlopen): attach at init, detach at finalize. */
+MWU_HIDDEN void mwu_guard_attach(int on);
+/* A library load is in progress (the guarantee is held down for it). */
+MWU_HIDDEN int mwu_guard_loading(void);
 
 /* ---- other libraries (neighbours.c) ---- */
 /* Kernel source: find UCX at load time and forward releases to it. Both

@@ -183,4 +183,117 @@ static inline int mwr_guaranteed(void)
 	return (mwu_guaranteed() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
 }
 
+/*
+ * The cache object and what its files share. One job per file:
+ * rcache.c  the API's lifecycle (create, flush, destroy, stats);
+ * hit.c     the lock-free hit and put, and the slow get;
+ * miss.c    registration on a miss, uncached (fail-closed) gets;
+ * state.c   lock-free region state transitions and reference drops;
+ * invalid.c invalidation processing and the core's sink (drain, fork);
+ * reclaim.c batched reclaim, zombies and deferred deregistration;
+ * lru.c     CLOCK eviction and the limits.
+ * "Lock held" means the cache lock (rc->lock).
+ */
+#define MWR_MAGIC 0x6d77726361636865ULL
+#define MWR_DRAIN_PER_CALL 32	/* bounded deferred work per slow call */
+
+struct mwr_rcache {
+	uint64_t magic;
+	struct mwr_tree tree;
+	pthread_mutex_t lock;
+	struct mw_reg_ops ops;
+	unsigned flags;
+	int forked;		/* child of fork with non-fork-safe ops */
+	size_t max_regions, max_bytes;
+	/* Under lock. */
+	size_t nregions, bytes, zombies, transients;
+	struct mwr_region lru;	/* list head; clock hand below */
+	struct mwr_region zlist;	/* zombies: out of the tree, not released */
+	struct mwr_region *hand;
+	struct mwr_region *pending;	/* popped from inv, being processed */
+	uint64_t misses, invalidations, evictions;
+	uint64_t zcheck_ms;	/* last bulk count of zombies */
+	/* Lock-free stack of invalidated regions. */
+	struct mwr_region *inv __attribute__((aligned(MWU_CACHELINE)));
+	struct mwu_sink sink;
+	/* Page-number index, read by every hit (index.c). */
+	struct mwr_index index __attribute__((aligned(MWU_CACHELINE)));
+};
+
+static inline uint64_t mwr_ld_state(struct mwr_region *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+}
+
+static inline int mwr_cas_state(struct mwr_region *r, uint64_t *old, uint64_t nw)
+{
+	return __atomic_compare_exchange_n(&r->state, old, nw, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static inline int mwr_check_rc(struct mwr_rcache *rc)
+{
+	int ret = mwu_ready();
+
+	if (ret)
+		return ret;
+	if (!rc)
+		return MW_EINVAL;
+	if (rc->magic != MWR_MAGIC)
+		return MW_EFOREIGN;
+	return 0;
+}
+
+/* state.c */
+MWU_HIDDEN void mwr_flag_queue(struct mwr_rcache *rc, struct mwr_region *r,
+			       uint64_t gen, uint64_t flags);
+MWU_HIDDEN void mwr_on_invalid(struct mw_watch *w, void *arg);
+MWU_HIDDEN int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *locked);
+MWU_HIDDEN void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *locked);
+
+/* reclaim.c (lock held) */
+/* Regions out of the tree, chained through lru_next, waiting for one
+ * barrier before their references are counted. */
+struct mwr_batch {
+	struct mwr_region *head;
+};
+
+static inline void mwr_batch_add(struct mwr_batch *b, struct mwr_region *r)
+{
+	r->lru_next = b->head;
+	b->head = r;
+}
+
+/* Deferral of small batches in a multi-threaded process (reclaim.c). */
+#define MWR_ZOMBIE_BATCH 64
+#define MWR_ZOMBIE_MS 10
+MWU_HIDDEN uint64_t mwr_now_ms(void);
+MWU_HIDDEN int mwr_try_release(struct mwr_rcache *rc, struct mwr_region *r);
+MWU_HIDDEN void mwr_batch_reclaim_f(struct mwr_rcache *rc, struct mwr_batch *b,
+				    int force);
+MWU_HIDDEN void mwr_batch_reclaim(struct mwr_rcache *rc, struct mwr_batch *b);
+MWU_HIDDEN void mwr_zombie_recheck(struct mwr_rcache *rc, size_t max);
+MWU_HIDDEN void mwr_unlink_region(struct mwr_rcache *rc, struct mwr_region *r,
+				  struct mwr_batch *b);
+MWU_HIDDEN void mwr_unlink_all(struct mwr_rcache *rc);
+MWU_HIDDEN void mwr_last_ref(struct mwr_region *r, uint64_t gen,
+			     struct mwr_rcache *locked);
+
+/* lru.c (lock held) */
+MWU_HIDDEN void mwr_lru_add(struct mwr_rcache *rc, struct mwr_region *r);
+MWU_HIDDEN void mwr_lru_del(struct mwr_rcache *rc, struct mwr_region *r);
+MWU_HIDDEN int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need,
+			 size_t max_b);
+MWU_HIDDEN size_t mwr_memlock_limit(void);
+
+/* invalid.c */
+MWU_HIDDEN int mwr_process_invalid(struct mwr_rcache *rc, unsigned max);
+MWU_HIDDEN void mwr_sink_init(struct mwr_rcache *rc);
+
+/* miss.c */
+MWU_HIDDEN int mwr_miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
+			struct mwr_region **out, int cache);
+MWU_HIDDEN int mwr_get_uncached(struct mwr_rcache *rc, uintptr_t s,
+				uintptr_t e, struct mw_region **out);
+
 #endif /* MWR_INTERNAL_H */

@@ -363,7 +363,7 @@ static int t_idle_nohelper(void) { return idle(0); }
 /* ---- threads exit while another thread reclaims ---- */
 static struct mw_rcache *race_rc;
 static char *race_buf;
-static volatile int race_stop;
+static int race_stop;
 static unsigned long race_threads, race_errs;
 
 static void *short_lived(void *arg)
@@ -380,8 +380,8 @@ static void *short_lived(void *arg)
 
 static void *spawner(void *arg)
 {
-	(void)arg;
-	while (!race_stop) {
+	pthread_barrier_wait(arg);
+	while (!__atomic_load_n(&race_stop, __ATOMIC_ACQUIRE)) {
 		pthread_t t[4];
 		int i;
 
@@ -391,14 +391,24 @@ static void *spawner(void *arg)
 				break;
 		while (i--)
 			pthread_join(t[i], NULL);
-		race_threads += 4;
+		__atomic_store_n(&race_threads, race_threads + 4, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
 
+/* Work floors, not a time: both sides run until each has done its share
+ * (the reclaim loop keeps going while the spawner is short of its floor
+ * and the other way round, so they overlap for all of it). Unloaded, the
+ * floors take ~0.2 s (about a tenth of what 1.5 s gave); on a loaded host
+ * they take longer instead of failing. Only a side starved for
+ * RACE_CAP_S fails "both sides ran". */
+#define RACE_ITERS 5000
+#define RACE_THREADS 2000
+#define RACE_CAP_S 40.0
 static int t_thread_exit_race(void)
 {
 	unsigned long iters = 0, errs = 0;
+	pthread_barrier_t go;
 	pthread_t sp;
 	double t0;
 
@@ -406,12 +416,16 @@ static int t_thread_exit_race(void)
 		SKIP("source none: nothing is cached");
 	race_rc = mk(64, 0);
 	race_buf = pages(16);
-	pthread_create(&sp, NULL, spawner, NULL);
+	pthread_barrier_init(&go, NULL, 2);
+	pthread_create(&sp, NULL, spawner, &go);
+	pthread_barrier_wait(&go);
 	/* Invalidate and reclaim all the time: every iteration's region is
 	 * unmapped, and the next miss processes it (batch reclaim: is a
 	 * barrier needed? counts other threads' hold tables). */
 	t0 = sub_now();
-	while (sub_now() - t0 < 1.5) {
+	while ((iters < RACE_ITERS ||
+		__atomic_load_n(&race_threads, __ATOMIC_ACQUIRE) < RACE_THREADS) &&
+	       sub_now() - t0 < RACE_CAP_S) {
 		char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -421,11 +435,15 @@ static int t_thread_exit_race(void)
 		if (++iters % 64 == 0)
 			errs += mw_rcache_flush(race_rc) != 0;
 	}
-	race_stop = 1;
+	__atomic_store_n(&race_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(sp, NULL);
+	pthread_barrier_destroy(&go);
 	CHECK(!errs && !race_errs, "%lu reclaim iterations, %lu short-lived threads, "
-	      "%lu + %lu errors", iters, race_threads, errs, race_errs);
-	CHECK(iters > 100 && race_threads > 20, "both sides ran");
+	      "%lu + %lu errors, %.2f s", iters, race_threads, errs, race_errs,
+	      sub_now() - t0);
+	CHECK(iters >= RACE_ITERS && race_threads >= RACE_THREADS,
+	      "both sides ran (floors %d iterations, %d threads; cap %.0f s)",
+	      RACE_ITERS, RACE_THREADS, RACE_CAP_S);
 	mw_rcache_flush(race_rc);
 	errs = (unsigned long)mw_rcache_destroy(race_rc);
 	CHECK(errs == 0 && C.live == 0,

@@ -328,7 +328,7 @@ static void fork_check(void)
 
 	st_forks++;
 	pid = fork();
-	int status;
+	int status = 0;	/* printed when fork fails too */
 
 	if (pid == 0) {
 		struct mw_rcache_stats st;

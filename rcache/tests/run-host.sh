@@ -14,9 +14,14 @@ SOURCES="none hooks"
 if [ "${MW_SAN:-}" = asan ] || [ "${MW_SAN:-}" = tsan ]; then
 	# The hooks' allocator replaces malloc in libc by GOT patching, which
 	# ASan's own allocator cannot live with (hooks/tests runs its allocator
-	# under ASan on its own): source none only, hooks off. TSan: the hook
-	# of a dying thread's stack madvise crashes inside TSan's metadata
-	# (tsan MetaMap::GetSync from mwu_soft_release), so the same.
+	# under ASan on its own): source none only, hooks off. TSan: glibc's
+	# start_thread madvises a finished thread's stack (advise_stack_range)
+	# after TSan's interceptor has finished that thread (ThreadFinish);
+	# with our jump at libc's entry that madvise enters our instrumented
+	# release path (mw_e_madvise -> on_hook_release -> soft.c) on a thread
+	# whose ThreadState is gone, and TSan faults in its own metadata
+	# (TraceSwitchPart, MetaMap::GetSync). So the same here, and the hooks
+	# run below without entry patches.
 	unset MMUWATCH_LEAVE_PINNED
 	export MMUWATCH_HOOKS_DISABLE=1
 	SOURCES=none
@@ -47,6 +52,16 @@ if [ -n "${MW_SAN:-}" ]; then
 		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
 		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
 		$T/threads --threads 3 --seconds 2 --no-guarantee
+	# TSan over the hooks source's release path (the program's munmap,
+	# madvise, mremap ... through our interposers into soft.c and the
+	# cache's invalidation), caching forced: TSan's allocator stays, and
+	# no jump at libc's entry (see above; glibc-internal releases, the
+	# FREE guarantee, are what this leaves out).
+	[ "$MW_SAN" = tsan ] && run "rcache.threads.tsan.hooks_no_entry_patch" 0 \
+		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
+		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
+		MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 TSAN_OPTIONS=halt_on_error=1 \
+		$T/threads --threads 3 --seconds 2 --no-guarantee
 	echo "# SAN=$MW_SAN: other hooks-source runs left out"
 	echo "1..$n"
 	exit $fail
@@ -62,6 +77,11 @@ run "rcache.oracle_one.negative_control.hooks seed=$SEED" 0 \
 	$T/fuzz --seed $SEED --ops $((OPS / 5)) --no-raw --no-invalidate --expect-mismatch
 run "rcache.threads.negative_control.hooks" 0 \
 	$T/threads --seconds 1 --no-invalidate --expect-mismatch
+# A library that takes our munmap away from its constructor, dlopen'ed by
+# one thread while another hits (and its control: the window left open).
+run "rcache.dlopen_window.hooks" 0 $T/dlopen_window
+# A library that takes its malloc/free GOT slots for its own allocator.
+run "rcache.alloc_slots.hooks" 0 $T/alloc_slots
 # The known gap of the hooks source: raw syscalls go unseen, so a run with
 # them must show stale hits (this is what the kernel source fixes).
 run "rcache.hooks_miss_raw_syscalls (expected stale) seed=$SEED" 0 \

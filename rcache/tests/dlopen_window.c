@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * Fail closed across a library load (hooks source). A thread dlopens a
+ * library whose constructor takes our munmap hook away
+ * (ctor_patch_lib.c) and, still inside the load, lets the main thread,
+ * which keeps hitting a cached buffer meanwhile, unmap that buffer (the
+ * release now goes unseen), map new pages at the same address and look
+ * it up again. That get must register afresh: the core holds the hooks'
+ * guarantee down from before the load until its check after the load
+ * (libuser/guard.c), which then finds the hook lost for good (support
+ * loses MUNMAP, hooks_lost counts it). Negative control
+ * (MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1): without the bracket, the same get
+ * is a stale hit on the old registration. The helper thread is off in
+ * both, so that no periodic check closes the window by chance.
+ *   dlopen_window [SUBTEST...]
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "mmuwatch/mmuwatch.h"
+#include "subtest.h"
+
+#define PAGE 4096UL
+#define LEN (4 * PAGE)
+
+static long regs;
+
+static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
+{
+	(void)ctx; (void)addr; (void)len; (void)r;
+	__atomic_fetch_add(&regs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void c_dereg(void *ctx, struct mw_region *r)
+{
+	(void)ctx; (void)r;
+}
+
+static const struct mw_reg_ops c_ops = { .reg = c_reg, .dereg = c_dereg };
+
+static int getput(struct mw_rcache *rc, const void *a, size_t len)
+{
+	struct mw_region *r;
+	int ret = mw_rcache_get(rc, a, len, 0, &r);
+
+	if (!ret)
+		ret = mw_rcache_put(rc, r);
+	return ret;
+}
+
+static char lib[PATH_MAX];
+
+static void *loader(void *arg)
+{
+	(void)arg;
+	return dlopen(lib, RTLD_NOW);
+}
+
+static int window(int control)
+{
+	struct mw_rcache_params p = { .ops = &c_ops };
+	int ack[2], go[2], errs = 0;
+	long hits = 0, before, fresh;
+	struct mw_rcache *rc = NULL;
+	struct pollfd pf;
+	struct mw_stats st;
+	char env[32], c = 1, *b, *q, *slash;
+	pthread_t t;
+	void *h;
+
+	if (mw_init())
+		return 1;
+	if (mw_source() != MW_SOURCE_HOOKS)
+		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
+		SKIP("the hooks source does not guarantee caching here");
+	if (readlink("/proc/self/exe", lib, sizeof(lib) - 32) < 0 ||
+	    !(slash = strrchr(lib, '/')))
+		return 2;
+	strcpy(slash + 1, "libmwt_ctorpatch.so");
+	CHECK(!mw_rcache_create(&p, &rc), "create");
+	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (b == MAP_FAILED || pipe(ack) || pipe(go))
+		return 2;
+	memset(b, 1, LEN);
+	errs += getput(rc, b, LEN) != 0;
+	errs += getput(rc, b, LEN) != 0;
+	CHECK(!errs && regs == 1, "cached before the load: %ld registration(s)",
+	      regs);
+	snprintf(env, sizeof(env), "%d", ack[1]);
+	setenv("MWT_CTOR_ACK", env, 1);
+	snprintf(env, sizeof(env), "%d", go[0]);
+	setenv("MWT_CTOR_GO", env, 1);
+	if (pthread_create(&t, NULL, loader, NULL))
+		return 2;
+	/* Hit while the other thread loads, until its constructor patched. */
+	pf.fd = ack[0];
+	pf.events = POLLIN;
+	while (poll(&pf, 1, 0) == 0) {
+		errs += getput(rc, b, LEN) != 0;
+		hits++;
+	}
+	if (read(ack[0], &c, 1) != 1)
+		return 2;
+	/* Inside the load: release behind our back, new pages, same address. */
+	before = regs;
+	munmap(b, LEN);
+	q = mmap(b, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (q != b) {
+		(void)!write(go[1], &c, 1);
+		SKIP("the kernel did not map the same address again");
+	}
+	memset(q, 2, LEN);
+	errs += getput(rc, b, LEN) != 0;
+	fresh = regs - before;
+	if (write(go[1], &c, 1) != 1)
+		return 2;
+	pthread_join(t, &h);
+	CHECK(h != NULL, "the patching library loaded (%s)", h ? lib : dlerror());
+	CHECK(!errs, "no errors (%ld gets during the load before the patch)", hits);
+	if (control) {
+		CHECK(fresh == 0, "negative control: the get inside the load was a "
+		      "stale hit (%ld fresh registrations)", fresh);
+		return sub_failed;
+	}
+	CHECK(fresh == 1, "the get inside the load registered afresh (%ld)", fresh);
+	mw_stats_get(&st);
+	CHECK(!(mw_support() & MW_SUPPORT_MUNMAP) && st.hooks_lost >= 1,
+	      "after the load the lost hook is known: support %#x, hooks_lost %llu",
+	      mw_support(), (unsigned long long)st.hooks_lost);
+	before = regs;
+	errs += getput(rc, b, LEN) != 0;
+	errs += getput(rc, b, LEN) != 0;
+	CHECK(!errs && regs - before == 2, "and the cache stays uncached: %ld "
+	      "registrations for 2 gets", regs - before);
+	return sub_failed;
+}
+
+static int t_window(void) { return window(0); }
+static int t_window_control(void) { return window(1); }
+
+static const struct subtest tests[] = {
+	{ "dlopen_window", t_window, { "MMUWATCH_HELPER=0", NULL } },
+	{ "dlopen_window_negative_control", t_window_control,
+	  { "MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1", NULL } },
+};
+
+int main(int argc, char **argv)
+{
+	return sub_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
