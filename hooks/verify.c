@@ -56,7 +56,10 @@ static const struct {
 #define NF (sizeof(fns) / sizeof(fns[0]))
 
 static unsigned char snap[NF][SNAP];
-static int snapped, test_off = -1;
+static int snapped;
+#ifdef MW_TESTING
+static int test_off = -1;
+#endif
 static atomic_uint lost;     /* MW_HOOKS_LOST_* */
 static atomic_int load_seen; /* our dlopen wrapper saw a load */
 static unsigned long long adds_seen;
@@ -317,6 +320,8 @@ unsigned mw_hooks_check(void)
 
 	if (!mw_hooks_active() || mw_is_static())
 		return 0;
+#ifdef MW_TESTING
+	/* test variant only: bypass detection off (the negative control) */
 	if (test_off < 0) {
 		const char *t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY");
 
@@ -324,6 +329,7 @@ unsigned mw_hooks_check(void)
 	}
 	if (test_off)
 		return 0;
+#endif
 	if (!atomic_compare_exchange_strong(&busy, &zero, 1))
 		return atomic_load(&lost); /* another thread checks */
 	mw_verify_snapshot();

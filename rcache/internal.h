@@ -183,4 +183,20 @@ static inline int mwr_guaranteed(void)
 	return (mwu_guaranteed() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
 }
 
+/*
+ * Test knobs (include/testing/mmuwatch_test.h) exist only in the test
+ * variant of the library (-DMW_TESTING, build/lib/test/). In the shipped
+ * one MWR_TEST() is 0, so no test branch is compiled, and create refuses
+ * the test flags with MW_EFLAGS and says why (guard.c).
+ */
+#ifdef MW_TESTING
+#include "testing/mmuwatch_test.h"
+#define MWR_TEST(rc, flag) ((rc)->flags & (flag))
+#define MWR_FLAGS_OK	   (MW_RCACHE_F_MASK | MW_RCACHE_F_TEST_MASK)
+#else
+#define MWR_TEST(rc, flag) 0
+#define MWR_FLAGS_OK	   MW_RCACHE_F_MASK
+#endif
+MWU_HIDDEN int mwr_bad_flags(unsigned flags);
+
 #endif /* MWR_INTERNAL_H */

@@ -123,7 +123,7 @@ static void on_invalid(struct mw_watch *w, void *arg)
 	struct mwr_region *r = arg;
 
 	(void)w;
-	if (r->rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE)
+	if (MWR_TEST(r->rc, MW_RCACHE_F_TEST_NO_INVALIDATE))
 		return;
 	__atomic_fetch_add(&r->rc->invalidations, 1, __ATOMIC_RELAXED);
 	flag_queue(r->rc, r, __atomic_load_n(&r->gen_cur, __ATOMIC_ACQUIRE),
@@ -449,8 +449,8 @@ MW_API int mw_rcache_create(const struct mw_rcache_params *p,
 		return ret;
 	if (!p || !out || !p->ops || !p->ops->reg || !p->ops->dereg)
 		return MW_EINVAL;
-	if (p->flags & ~MW_RCACHE_F_MASK)
-		return MW_EFLAGS;
+	if (p->flags & ~MWR_FLAGS_OK)
+		return mwr_bad_flags(p->flags);
 	mwr_refs_init();
 	/* Cache-line aligned members (inv): calloc's alignment is not enough. */
 	if (posix_memalign((void **)&rc, MWU_CACHELINE, sizeof(*rc)))
@@ -621,7 +621,7 @@ try_hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 		local_put(h, r);
 		return NULL;
 	}
-	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
 		hit_invalid(rc, r, h);
 		return NULL;
@@ -677,7 +677,7 @@ again:
 	}
 	return NULL;
 validate:
-	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
 		flag_queue(rc, r, ld_state(r) >> MWR_GEN_SHIFT, MWR_INVALID);
 		drop_known(r, locked);
@@ -809,7 +809,7 @@ release_unregistered:
 				return ret;
 			continue;
 		}
-		if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+		if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 		    !mwu_watch_valid(&r->watch)) {
 			/* Changed while we pinned: the pages may be stale. */
 			rc->ops.dereg(rc->ops.ctx, &r->pub);
@@ -824,7 +824,7 @@ release_unregistered:
 		__atomic_fetch_add(&r->state, MWR_INTREE | 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&r->gen_cur, (uint32_t)gen, __ATOMIC_RELEASE);
 		/* Invalidated after the check: queue it like any other. */
-		if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+		if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 		    !mwu_watch_valid(&r->watch))
 			flag_queue(rc, r, gen, MWR_INVALID);
 		mwr_tree_insert(&rc->tree, r);
@@ -928,7 +928,7 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFORKED;
 	/* Every get: is caching still safe? (one load, guard.c) */
 	if (mwu_unlikely(!mwr_guaranteed()) &&
-	    !(rc->flags & MW_RCACHE_F_TEST_NO_GUARANTEE))
+	    !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))
 		return get_uncached(rc, s, s + len, out);
 	if (mwu_likely(mwu_core.source != MW_SOURCE_NONE)) {
 		r = try_hit_fast(rc, s, s + len);

@@ -39,6 +39,7 @@
 #include <liburing.h>
 
 #include "mmuwatch/mmuwatch.h"
+#include "testing/mmuwatch_test.h"
 #include "common.h"
 #include "stats.h"
 
