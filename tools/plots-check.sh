@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Host test of tools/bench-plots.sh: RESULT lines of every kind give the
 # six figures (valid SVG naming the series: ours and the four UCX lines,
-# the four allocator anchors with mimalloc 3.4.3);
-# an empty run gives none and says so for each (the negative control). Exit 0 pass, 1 fail, 77 skip.
+# the four allocator anchors with mimalloc 3.4.3); an empty run gives none
+# and says so for each (the negative control). Exit 0 pass, 1 fail, 77 skip.
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 command -v gnuplot >/dev/null || { echo "skip plots-check: no gnuplot"; exit 77; }
