@@ -79,6 +79,8 @@ bench: setup
 	echo "  $$(wc -l < $$d/results.txt) RESULT lines: $$d/results.txt"; \
 	$(RUNSTAGE) plots host $$d/plots.log -- tools/bench-plots.sh $$d/results.txt \
 		$(BUILD)/bench; sed -n 's/^PLOT /  figure: /p' $$d/plots.log; \
+	tools/perf-table.sh $$d > $(BUILD)/bench/perf-table.md 2>/dev/null && \
+		echo "  table: $(BUILD)/bench/perf-table.md (README: tools/perf-table.sh --update README.md $$d)"; \
 	tools/summary.sh $$d/summary.tsv "make bench"
 
 # The demo: the build out of sight (its log), then the demo itself on

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mmuwatch/mmuwatch.h"
+#include "testing/mmuwatch_test.h"
 
 struct peer_info {
 	uint32_t qpn;

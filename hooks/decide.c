@@ -61,11 +61,15 @@ int mw_matrix(enum mw_lp lp, enum mw_lp lpp, int bypass_net)
 	return bypass_net;
 }
 
-/* An OS-bypass network: <sysfs>/class/infiniband has an entry. The sysfs
- * root can be moved by MMUWATCH_SYSFS_ROOT (for tests only). */
+/* An OS-bypass network: <sysfs>/class/infiniband has an entry. The test
+ * variant only lets MMUWATCH_SYSFS_ROOT move the sysfs root. */
 int mw_bypass_net_present(void)
 {
+#ifdef MW_TESTING
 	const char *root = mw_env("MMUWATCH_SYSFS_ROOT");
+#else
+	const char *root = NULL;
+#endif
 	const char *tail = "/class/infiniband";
 	char path[512];
 	char buf[1024];

@@ -107,7 +107,7 @@ MW_HIDDEN extern __thread unsigned mw_chain_depth
 	__attribute__((tls_model("initial-exec")));
 /* The function to call after observing, or NULL for the raw system call
  * (nested call, our own jump still at libc's entry, not resolved yet, or
- * the test switch MMUWATCH_HOOKS_TEST_RAW). */
+ * the test variant's switch MMUWATCH_HOOKS_TEST_RAW). */
 MW_HIDDEN void *mw_next(enum mw_fn f);
 MW_HIDDEN uintptr_t mw_next_libc(enum mw_fn f);	/* libc's entry, 0 unknown */
 MW_HIDDEN const char *mw_fn_name(enum mw_fn f);

@@ -107,13 +107,18 @@ static void mw_next_resolve(void)
 {
 	struct walk w = {.self = (uintptr_t)mw_next_resolve};
 	struct mw_elf libc;
-	const char *t;
 	int zero = 0, i;
 
 	if (!atomic_compare_exchange_strong(&state, &zero, 1))
 		return; /* another thread resolves: raw meanwhile */
-	t = mw_env("MMUWATCH_HOOKS_TEST_RAW");
-	test_raw = t && mw_lp_parse(t) == MW_LP_YES;
+#ifdef MW_TESTING
+	/* test variant only: the negative control of chaining */
+	{
+		const char *t = mw_env("MMUWATCH_HOOKS_TEST_RAW");
+
+		test_raw = t && mw_lp_parse(t) == MW_LP_YES;
+	}
+#endif
 	if (!mw_is_static() && mw_elf_find_libc(&libc) == 0) {
 		for (i = 0; i < MW_FN_NR; i++)
 			libc_fn[i] = mw_elf_lookup(&libc, names[i], NULL);

@@ -60,7 +60,10 @@ static const struct {
 #define NF (sizeof(fns) / sizeof(fns[0]))
 
 static unsigned char snap[NF][SNAP];
-static int snapped, test_off = -1;
+static int snapped;
+#ifdef MW_TESTING
+static int test_off = -1;
+#endif
 static atomic_uint lost;     /* MW_HOOKS_LOST_* */
 static atomic_int load_seen; /* our dlopen wrapper saw a load */
 static unsigned long long adds_seen;
@@ -286,7 +289,11 @@ static struct {
 	int ok;
 } aprobed[8];
 static unsigned naprobed;
+#ifdef MW_TESTING
 static int alloc_test_off = -1;
+#else
+#define alloc_test_off 0 /* the shipped library always checks */
+#endif
 
 /* Did the pair's free of a fresh block reach our release path? The
  * release is delivered as usual (fresh memory: nobody watches it; other
@@ -471,16 +478,20 @@ static unsigned mw_hooks_check_f(int wait)
 
 	if (!mw_hooks_active() || mw_is_static())
 		return 0;
+	if (have_alibc < 0)
+		have_alibc = mw_elf_find_libc(&alibc) == 0;
+#ifdef MW_TESTING
+	/* test variant only: bypass detection off (the negative controls) */
 	if (test_off < 0) {
 		const char *t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY");
 
 		test_off = t && mw_lp_parse(t) == MW_LP_YES;
 		t = mw_env("MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC");
 		alloc_test_off = t && mw_lp_parse(t) == MW_LP_YES;
-		have_alibc = mw_elf_find_libc(&alibc) == 0;
 	}
 	if (test_off)
 		return 0;
+#endif
 	while (!atomic_compare_exchange_strong(&busy, &zero, 1)) {
 		if (!wait || checking)
 			return atomic_load(&lost); /* another thread checks */

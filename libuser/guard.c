@@ -153,13 +153,17 @@ static void guard_load(int begin)
 	pthread_mutex_unlock(&load_lock);
 }
 
-/* Test only: MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1 leaves the load window
- * open (the negative control of rcache/tests/dlopen_window.c). */
+/* Test variant only: MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1 leaves the load
+ * window open (the negative control of rcache/tests/dlopen_window.c). */
 void mwu_guard_attach(int on)
 {
+#ifdef MW_TESTING
 	const char *t = getenv("MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD");
 
+	if (t && t[0] == '1')
+		on = 0;
+#endif
 	if (!mw_hooks_set_load_cb)
 		return;
-	mw_hooks_set_load_cb(on && !(t && t[0] == '1') ? guard_load : NULL);
+	mw_hooks_set_load_cb(on ? guard_load : NULL);
 }

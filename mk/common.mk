@@ -42,3 +42,10 @@ CFLAGS_COMMON += -fsanitize=thread -fno-omit-frame-pointer
 CFLAGS_COMMON += $(if $(findstring clang,$(CC)),,-Wno-tsan)
 LDFLAGS_SAN := -fsanitize=thread -Wl,-z,undefs
 endif
+# The test variant of the library: the same sources built with -DMW_TESTING
+# (the knobs of include/testing/mmuwatch_test.h) into build/obj/test/ and
+# build/lib/test/ (libmmuwatch-test.so, soname libmmuwatch.so.1, and
+# libmmuwatch-test.a). Never installed, packaged or named in mmuwatch.pc.
+OBJT := $(OBJ)/test
+LIBT := $(LIB)/test
+TESTING := -DMW_TESTING

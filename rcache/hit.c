@@ -59,7 +59,7 @@ static __attribute__((noinline)) int hit_finish(struct mwr_rcache *rc,
 						uintptr_t e,
 						struct mw_region **out)
 {
-	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    !mwu_watch_valid(&r->watch)) {
 		hit_invalid(rc, r, h);
 		return get_slow(rc, s, e, out);
@@ -117,7 +117,7 @@ hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (mwu_unlikely((mwr_ld_state(r) ^ st) & ~(MWR_COUNT_MASK | MWR_QUEUED)))
 		return hit_back_off(rc, r, h, s, e, out);
-	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(__atomic_load_n(&mwu_fast.head, __ATOMIC_ACQUIRE) !=
 			 __atomic_load_n(&mwu_fast.applied, __ATOMIC_RELAXED) ||
 			 __atomic_load_n(__atomic_load_n(&r->watch.word,
@@ -179,7 +179,7 @@ again:
 	}
 	return NULL;
 validate:
-	if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
 		mwr_flag_queue(rc, r, mwr_ld_state(r) >> MWR_GEN_SHIFT, MWR_INVALID);
 		mwr_drop_known(r, locked);
@@ -263,7 +263,7 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFORKED;
 	/* Every get: is caching still safe? (one load, guard.c) */
 	if (mwu_unlikely(!mwr_guaranteed()) &&
-	    !(rc->flags & MW_RCACHE_F_TEST_NO_GUARANTEE))
+	    !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))
 		return mwr_get_uncached(rc, s, s + len, out);
 	/* Source none: nothing is ever indexed (mwr_miss() registers
 	 * transient regions only), so the fast path finds nothing and goes

@@ -296,4 +296,20 @@ MWU_HIDDEN int mwr_miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 MWU_HIDDEN int mwr_get_uncached(struct mwr_rcache *rc, uintptr_t s,
 				uintptr_t e, struct mw_region **out);
 
+/*
+ * Test knobs (include/testing/mmuwatch_test.h) exist only in the test
+ * variant of the library (-DMW_TESTING, build/lib/test/). In the shipped
+ * one MWR_TEST() is 0, so no test branch is compiled, and create refuses
+ * the test flags with MW_EFLAGS and says why (guard.c).
+ */
+#ifdef MW_TESTING
+#include "testing/mmuwatch_test.h"
+#define MWR_TEST(rc, flag) ((rc)->flags & (flag))
+#define MWR_FLAGS_OK	   (MW_RCACHE_F_MASK | MW_RCACHE_F_TEST_MASK)
+#else
+#define MWR_TEST(rc, flag) 0
+#define MWR_FLAGS_OK	   MW_RCACHE_F_MASK
+#endif
+MWU_HIDDEN int mwr_bad_flags(unsigned flags);
+
 #endif /* MWR_INTERNAL_H */

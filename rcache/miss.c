@@ -129,7 +129,7 @@ release_unregistered:
 				return ret;
 			continue;
 		}
-		if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+		if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 		    !mwu_watch_valid(&r->watch)) {
 			/* Changed while we pinned: the pages may be stale. */
 			rc->ops.dereg(rc->ops.ctx, &r->pub);
@@ -144,7 +144,7 @@ release_unregistered:
 		__atomic_fetch_add(&r->state, MWR_INTREE | 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&r->gen_cur, (uint32_t)gen, __ATOMIC_RELEASE);
 		/* Invalidated after the check: queue it like any other. */
-		if (!(rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE) &&
+		if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 		    !mwu_watch_valid(&r->watch))
 			mwr_flag_queue(rc, r, gen, MWR_INVALID);
 		mwr_tree_insert(&rc->tree, r);

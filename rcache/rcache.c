@@ -48,8 +48,8 @@ MW_API int mw_rcache_create(const struct mw_rcache_params *p,
 		return ret;
 	if (!p || !out || !p->ops || !p->ops->reg || !p->ops->dereg)
 		return MW_EINVAL;
-	if (p->flags & ~MW_RCACHE_F_MASK)
-		return MW_EFLAGS;
+	if (p->flags & ~MWR_FLAGS_OK)
+		return mwr_bad_flags(p->flags);
 	mwr_refs_init();
 	/* Cache-line aligned members (inv): calloc's alignment is not enough. */
 	if (posix_memalign((void **)&rc, MWU_CACHELINE, sizeof(*rc)))

@@ -57,7 +57,7 @@ void mwr_on_invalid(struct mw_watch *w, void *arg)
 	struct mwr_region *r = arg;
 
 	(void)w;
-	if (r->rc->flags & MW_RCACHE_F_TEST_NO_INVALIDATE)
+	if (MWR_TEST(r->rc, MW_RCACHE_F_TEST_NO_INVALIDATE))
 		return;
 	__atomic_fetch_add(&r->rc->invalidations, 1, __ATOMIC_RELAXED);
 	mwr_flag_queue(r->rc, r, __atomic_load_n(&r->gen_cur, __ATOMIC_ACQUIRE),

@@ -5,15 +5,19 @@
 #     function at MMUWATCH_1.0, or one of the libc entry points the hooks
 #     source interposes (unversioned: see libuser/libmmuwatch.map); no test
 #     knob; every MW_API function of the public headers is exported.
+#  1b. no test knob at all in the shipped .so and .a (test-knobs-check.sh:
+#     no mw_test_* / mw_smc_test_knob defined, no MMUWATCH_HOOKS_TEST_* or
+#     MMUWATCH_SYSFS_ROOT switch); its negative control: the test variant
+#     (TESTLIBDIR, -DMW_TESTING) must be caught with them.
 #  2. abidiff (abigail-tools) against the committed baseline
 #     libuser/abi/libmmuwatch.so.1.abi: any difference fails (an addition
 #     needs a new version node and `make -C libuser abi-baseline`).
 # Negative controls, run each time: the library relinked without the
 # version script must fail (1), and the baseline compared with a copy that
 # lost one function must be reported as an incompatible change (2).
-# Usage: abi-check.sh LIBDIR TOP. Exit 0 pass, 1 fail, 77 skip.
+# Usage: abi-check.sh LIBDIR TOP [TESTLIBDIR]. Exit 0 pass, 1 fail, 77 skip.
 set -u
-LIB=$1 TOP=$2
+LIB=$1 TOP=$2 LIBT=${3:-$1/test}
 SO=$LIB/libmmuwatch.so.1
 BASE=$TOP/libuser/abi/libmmuwatch.so.1.abi
 T=$(mktemp -d) || exit 1
@@ -54,12 +58,24 @@ else
 fi
 # Every public function is there.
 api=$(sed -n 's/^MW[A-Z_]*API [^(]*[ *]\(mw_[a-z0-9_]*\)(.*/\1/p' \
-	"$TOP"/include/mmuwatch/*.h | grep -v '^mw_smc_test_knob$' | sort -u)
+	"$TOP"/include/mmuwatch/*.h | sort -u)
 missing=$(for f in $api; do exports "$SO" | grep -q "^$f " || echo "$f"; done)
 if [ -z "$missing" ] && [ -n "$api" ]; then
 	echo "ok exports: all $(echo "$api" | wc -l) public functions of include/mmuwatch/ exported"
 else
 	echo "FAILED: public functions not exported: $missing"; fail=1
+fi
+# 1b. No test knob in the shipped library; the test variant has them.
+if "$TOP/tools/test-knobs-check.sh" "$SO" "$LIB/libmmuwatch.a"; then
+	echo "ok no test knobs: libmmuwatch.so.1 and libmmuwatch.a define no mw_test_*/mw_smc_test_knob and read no test switch"
+else
+	echo "FAILED: test knobs in the shipped library (above)"; fail=1
+fi
+if "$TOP/tools/test-knobs-check.sh" "$LIBT/libmmuwatch.so.1" \
+	"$LIBT/libmmuwatch-test.a" > "$T/knobs"; then
+	echo "FAILED: negative control: no test knob found in the test variant $LIBT"; fail=1
+else
+	echo "ok negative control: the test variant is caught with $(grep -c 'test knob' "$T/knobs") test knobs"
 fi
 # Negative control 1: no version script, so test knob and no versions.
 if cc -shared -o "$T/nomap.so" -Wl,--whole-archive "$LIB/libmmuwatch.a" \

@@ -30,6 +30,11 @@ done
 t "installed files present" [ -z "${miss:-}" ]
 t "DESTDIR: no depmod output in the staging tree" bash -c "! ls $T/d/lib/modules/$K/modules.dep* 2>/dev/null"
 t "DESTDIR: said so instead of running depmod/udevadm" grep -q "not running depmod or udevadm" "$T/log"
+t "the installed library has no test knob (mw_test_*, test switches)" \
+	"$TOP/tools/test-knobs-check.sh" "$T/d/usr/local/lib/libmmuwatch.so.1" \
+	"$T/d/usr/local/lib/libmmuwatch.a"
+t "no test header, no test variant installed" bash -c "! find '$T/d' -name '*test*' \
+	\( -path '*/include/*' -o -path '*/lib/*mmuwatch*' \) | grep -q ."
 t "the installed status tool runs" bash -c "$T/d/usr/local/sbin/mmuwatch-status --version | grep -q '^mmuwatch-status $(cat "$TOP/kmod/VERSION")$'"
 mkdir -p "$T/d/usr/local/lib/other" && echo keep > "$T/d/usr/local/lib/other/file"
 M uninstall DESTDIR="$T/d" KVER="$K" > "$T/log2" 2>&1; rc=$?

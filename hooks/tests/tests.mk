@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Host tests and benchmarks of hooks/ (included by hooks/Makefile).
+# Host tests and benchmarks of hooks/ (included by hooks/Makefile). They
+# link the test variant of the archive ($(TARCHIVE), -DMW_TESTING: the
+# MMUWATCH_SYSFS_ROOT switch); the programs linking libmmuwatch.so run the
+# shipped library, and the negative controls swap in the test variant
+# with LD_LIBRARY_PATH=$(LIBT) (same soname).
 TCFLAGS := $(CPPFLAGS_COMMON) $(CSTD) $(WARN) -O2 -g -pthread
 ASANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
 PRELOAD := $(TESTBIN)/libmw_hooks_preload.so
@@ -10,12 +14,12 @@ TESTS := $(T)/test_matrix $(T)/test_alloc $(T)/test_alloc_asan \
 	$(T)/test_dlctor $(T)/libmwt_ctor.so
 
 # The preload library: the whole archive plus a recording callback.
-$(PRELOAD): tests/preload_cb.c tests/mwtest.h $(ARCHIVE) | $(T)
+$(PRELOAD): tests/preload_cb.c tests/mwtest.h $(TARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -fPIC -fvisibility=hidden -shared -o $@ $< \
-		-Wl,--whole-archive $(ARCHIVE) -Wl,--no-whole-archive
+		-Wl,--whole-archive $(TARCHIVE) -Wl,--no-whole-archive
 
-$(T)/test_matrix: tests/test_matrix.c $(ARCHIVE) | $(T)
-	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
+$(T)/test_matrix: tests/test_matrix.c $(TARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(TARCHIVE)
 
 # The allocator's internals linked directly (no interposition): ASan-able.
 ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c release.c
@@ -36,8 +40,8 @@ $(T)/test_dlctor: tests/test_dlctor.c $(PRELOAD) | $(T)
 		-l:libmw_hooks_preload.so -Wl,-rpath,$(TESTBIN) -ldl
 $(T)/libmwt_ctor.so: tests/ctor_lib.c | $(T)
 	$(CC) $(TCFLAGS) -fPIC -shared -o $@ $<
-$(T)/test_static: tests/test_static.c $(ARCHIVE) | $(T)
-	$(CC) $(TCFLAGS) -static -o $@ $< $(ARCHIVE)
+$(T)/test_static: tests/test_static.c $(TARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -static -o $@ $< $(TARCHIVE)
 $(T)/libmwt_dl.so: tests/dl_lib.c | $(T)
 	$(CC) $(TCFLAGS) -fPIC -shared -Wl,-Bsymbolic -o $@ $<
 # GOT inside RELRO; the _cut copy's RELRO ends mid-page (see relro_cut.c)
@@ -51,8 +55,8 @@ $(T)/test_late: tests/test_late.c tests/mwtest.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
 $(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
-$(T)/bench_alloc: tests/bench_alloc.c $(ARCHIVE) | $(T)
-	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE)
+$(T)/bench_alloc: tests/bench_alloc.c $(TARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(TARCHIVE)
 
 # The scalable allocator's promises (test_alloc_scale.c); the _locked build
 # releases under the allocator lock: the negative control of "nolock".
@@ -94,8 +98,8 @@ bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD) $(T)/larson $(T)/mwrun
 
 $(T)/libmwt_patcher.so: tests/patcher_lib.c | $(T)
 	$(CC) $(TCFLAGS) -fPIC -shared -o $@ $< -ldl
-$(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(ARCHIVE) | $(T)
-	$(CC) $(TCFLAGS) -o $@ $< $(ARCHIVE) -L$(T) -l:libmwt_patcher.so \
+$(T)/test_conflict: tests/test_conflict.c $(T)/libmwt_patcher.so $(TARCHIVE) | $(T)
+	$(CC) $(TCFLAGS) -o $@ $< $(TARCHIVE) -L$(T) -l:libmwt_patcher.so \
 		-Wl,-rpath,$(T) -ldl
 
 # The libfabric column (verbs provider: run in the VM over Soft-RoCE,
@@ -133,11 +137,11 @@ check-neighbour: $(NB)
 	export T=$(T) U122=$${u:+$$u/lib}; \
 	MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 $(T)/shmdt_whole || exit 1; \
 	sh tests/neighbour.sh || exit 1; \
-	n=$$(NB_EXTRA=MMUWATCH_HOOKS_TEST_RAW=1 sh tests/neighbour.sh hooks | \
+	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_RAW=1" sh tests/neighbour.sh hooks | \
 		grep -c '^not ok.*bistro.*= -22'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: raw interposers break UCX bistro in $$n cells"; \
 	else echo "not ok - negative control: raw interposers did not break UCX bistro"; exit 1; fi; \
-	n=$$(NB_EXTRA=MMUWATCH_HOOKS_TEST_NO_VERIFY=1 sh tests/neighbour.sh hooks | \
+	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_NO_VERIFY=1" sh tests/neighbour.sh hooks | \
 		grep -c '^not ok.*stale'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: without bypass detection $$n cells serve stale hits"; \
 	else echo "not ok - negative control: no stale hit without bypass detection"; exit 1; fi

@@ -237,13 +237,9 @@ MW_API void mw_reg_ops_destroy(struct mw_reg_ops *ops);
 /* ---- rcache ------------------------------------------------------------- */
 struct mw_rcache;
 
-/* Test only: ignore invalidations (the negative control of the oracles). */
-#define MW_RCACHE_F_TEST_NO_INVALIDATE	0x80000000U
-/* Test only: cache even without MW_RCACHE_NEEDS (the negative control of
- * the fail-closed test). */
-#define MW_RCACHE_F_TEST_NO_GUARANTEE	0x40000000U
-#define MW_RCACHE_F_MASK	(MW_RCACHE_F_TEST_NO_INVALIDATE | \
-				 MW_RCACHE_F_TEST_NO_GUARANTEE)
+/* mw_rcache_params.flags: none defined yet (other bits: MW_EFLAGS; the
+ * test variant's flags are in the test-only header, not installed). */
+#define MW_RCACHE_F_MASK 0U
 
 /*
  * Fail closed: the cache leaves registrations pinned between uses only
@@ -253,9 +249,6 @@ struct mw_rcache;
 #define MW_RCACHE_NEEDS (MW_SUPPORT_MUNMAP | MW_SUPPORT_FREE | \
 	MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE | MW_SUPPORT_MAP_FIXED | \
 	MW_SUPPORT_BRK | MW_SUPPORT_SHMDT | MW_SUPPORT_HIT_CHECK)
-/* Test only: take bits out of the run-time guarantee (as a lost hook
- * does); returns what is left. */
-MW_API unsigned mw_test_support_drop(unsigned bits);
 
 struct mw_rcache_params {
 	const struct mw_reg_ops *ops;	/* copied */

@@ -185,15 +185,8 @@ MW_SMC_API int mw_smc_slot_set(struct mw_smc *c, int peer, int slot,
 			       void *data);
 MW_SMC_API void *mw_smc_slot_get(struct mw_smc *c, int peer, int slot);
 
-/* Test-only knobs: in libmmuwatch.a for the tests, not exported by the
- * shared library (libuser/libmmuwatch.map). */
-enum mw_smc_knob {
-	MW_SMC_KNOB_NO_BUFID_CHECK = 1,	/* trust cache by base+size only */
-	MW_SMC_KNOB_NO_CACHE,		/* open+close a handle per copy */
-	MW_SMC_KNOB_NO_OVERLAP_SCAN,	/* rely on ALREADY_MAPPED only */
-	MW_SMC_KNOB_NO_INFLIGHT_PIN,	/* evict mappings under copies */
-};
-MW_SMC_API int mw_smc_test_knob(struct mw_smc *c, int knob, long value);
+/* The test-only knobs (mw_smc_test_knob) are in the test variant of the
+ * library only: include/testing/mmuwatch_test.h. */
 
 #ifdef __cplusplus
 }

@@ -2,12 +2,16 @@
 /*
  * rcache benchmark against UCX's ucs_rcache, Debian's (1.13) and the newest
  * release (1.22, built by tools/anchors.sh), all with a no-op registration
- * backend and default (unlimited) UCX limits. Each UCX runs in its own
- * process (rcache-bench-ucx[-latest], see ucx.c) driven over a pipe, so the
- * rounds interleave: ours, UCX 1.13, UCX 1.22, ours, ... Every ratio is the
- * median of the per-round ratios with a 95% interval (stats.h); rounds are
- * added (6 at least) until every interval is within +-5% of its median,
- * or the time cap (--cap SECONDS, default 600 for the whole bench) is hit.
+ * backend; each UCX twice: with its default (unlimited) limits, as it runs
+ * by default (ucx, ucx_latest), and with finite limits, as a production
+ * configuration sets them, which turns its LRU upkeep on (ucx_lru,
+ * ucx_latest_lru; ours always runs with finite limits). Each UCX runs in
+ * its own process (rcache-bench-ucx[-latest], see ucx.c) driven over a
+ * pipe, so the rounds interleave: ours, UCX 1.13, UCX 1.22, ..., ours, ...
+ * Every ratio is the median of the per-round ratios with a 95% interval
+ * (stats.h); rounds are added (6 at least) until every interval is within
+ * +-5% of its median, or the time cap (--cap SECONDS, default 600 for the whole
+ * bench) is hit.
  *   - get+put hit latency with N = 1, 1k, 10k, 100k, 1M random-access
  *     regions, 1 thread, and the 2-thread throughput speedup;
  *   - a get on one thread with the put on another;
@@ -35,6 +39,7 @@
 #include <liburing.h>
 
 #include "mmuwatch/mmuwatch.h"
+#include "testing/mmuwatch_test.h"
 #include "common.h"
 #include "stats.h"
 
@@ -153,7 +158,8 @@ struct helper {
 	int events;
 };
 
-static int helper_start(struct helper *h, const char *path, size_t maxreg)
+static int helper_start(struct helper *h, const char *path, size_t maxreg,
+			int lru)
 {
 	int to[2], from[2];
 	char arg[32], line[512];
@@ -173,7 +179,7 @@ static int helper_start(struct helper *h, const char *path, size_t maxreg)
 		/* UCX in its own real mode, not under our hooks or allocator. */
 		unsetenv("LD_PRELOAD");
 		snprintf(arg, sizeof(arg), "%zu", maxreg);
-		execl(path, path, arg, (char *)NULL);
+		execl(path, path, arg, lru ? "lru" : "unlimited", (char *)NULL);
 		_exit(127);
 	}
 	close(to[0]);
@@ -286,14 +292,21 @@ static double xthread_put(size_t n, int batches)
 int main(int argc, char **argv)
 {
 	struct mw_reg_ops ops = { noop_reg, noop_dereg, NULL, NULL, 0 };
-	struct mw_rcache_params p = { .ops = &ops, .max_regions = 2100000 };
+	struct mw_rcache_params p = {.ops = &ops,
+				     .max_regions = MWB_LRU_REGIONS};
 	static const size_t sizes[] = { 1, 1000, 10000, 100000, 1000000 };
-	struct helper ucx = { .label = "ucx" }, latest = { .label = "ucx_latest" };
+	/* hs[0] is Debian's UCX with its defaults: the helper that must run;
+	 * the "latest" ones are skipped (one line) without the anchor. */
+	struct helper hs[] = {{.label = "ucx"},
+			      {.label = "ucx_latest"},
+			      {.label = "ucx_lru"},
+			      {.label = "ucx_latest_lru"}};
+	enum { NH = sizeof(hs) / sizeof(hs[0]) };
+	int on[NH] = {0};
 	size_t maxreg = 1000000;
 	double cap = 600, t_start = mwb_now(), ours_1k = 0, ucx_1k = 0, sp_1k = 0;
-	int quick = 0, maxreg_set = 0, has_latest, minr = 6, maxr = 15;
+	int quick = 0, maxreg_set = 0, minr = 6, maxr = 15;
 	char sfx[64], pbuf[PATH_MAX], cmd[64];
-	const char *lpath;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -329,107 +342,123 @@ int main(int argc, char **argv)
 	if (arena == MAP_FAILED || !idx[0] || !idx[1] || mw_rcache_create(&p, &mw_rc))
 		return 1;
 	fflush(stdout);
-	if (helper_start(&ucx, helper_path("MW_BENCH_UCX", argv[0], "rcache-bench-ucx",
-					   pbuf, sizeof(pbuf)), maxreg)) {
-		fprintf(stderr, "bench: cannot start the UCX helper %s\n", pbuf);
-		return 1;
+	for (int h = 0; h < NH; h++) {
+		int latest = strstr(hs[h].label, "latest") != NULL;
+		const char *path =
+			latest ? helper_path("MW_BENCH_UCX_LATEST", argv[0],
+					     "rcache-bench-ucx-latest", pbuf,
+					     sizeof(pbuf))
+			       : helper_path("MW_BENCH_UCX", argv[0],
+					     "rcache-bench-ucx", pbuf,
+					     sizeof(pbuf));
+
+		on[h] = !helper_start(&hs[h], path, maxreg,
+				      strstr(hs[h].label, "lru") != NULL);
+		if (!on[h] && !latest) {
+			fprintf(stderr,
+				"bench: cannot start the UCX helper %s\n",
+				path);
+			return 1;
+		}
+		if (!on[h] && h == 1)
+			printf("# skip: UCX 1.22 anchor not available (%s): "
+			       "newest-release "
+			       "comparison skipped\n",
+			       path);
 	}
-	lpath = helper_path("MW_BENCH_UCX_LATEST", argv[0], "rcache-bench-ucx-latest",
-			    pbuf, sizeof(pbuf));
-	has_latest = !helper_start(&latest, lpath, maxreg);
-	if (!has_latest)
-		printf("# skip: UCX 1.22 anchor not available (%s): newest-release "
-		       "comparison skipped\n", lpath);
 
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		size_t n = sizes[s];
-		struct mwb_series o1 = { 0 }, u1 = { 0 }, l1 = { 0 }, rv = { 0 },
-			rl = { 0 }, sp = { 0 }, usp = { 0 }, lsp = { 0 };
+		/* per helper: ns, ours/helper ratio, 2-thread speedup */
+		struct mwb_series o1 = {0}, sp = {0}, hns[NH], hr[NH], hsp[NH];
 		double budget, t0, m;
-		int conv = 0;
 
+		memset(hns, 0, sizeof(hns));
+		memset(hr, 0, sizeof(hr));
+		memset(hsp, 0, sizeof(hsp));
 		if (n > maxreg)
 			break;
 		populate(mw_rc, have, n);
 		have = n;
-		snprintf(cmd, sizeof(cmd), "pop %zu", n);
-		helper_cmd(&ucx, cmd, NULL);
-		if (has_latest)
-			helper_cmd(&latest, cmd, NULL);
 		mwb_make_idx(idx, n);
 		iters = mwb_iters(n);
 		run_ours(1, &m);	/* warm */
-		snprintf(cmd, sizeof(cmd), "run 1 %zu", n);
-		helper_cmd(&ucx, cmd, NULL);
-		if (has_latest)
-			helper_cmd(&latest, cmd, NULL);
+		for (int h = 0; h < NH; h++) {
+			if (!on[h])
+				continue;
+			snprintf(cmd, sizeof(cmd), "pop %zu", n);
+			helper_cmd(&hs[h], cmd, NULL);
+			snprintf(cmd, sizeof(cmd), "run 1 %zu", n);
+			helper_cmd(&hs[h], cmd, NULL);
+		}
 		/* What is left of the cap, shared by the sizes still to run. */
 		budget = (cap * 0.85 - (mwb_now() - t_start) / 1e9) /
 			 (double)(sizeof(sizes) / sizeof(sizes[0]) - s);
 		t0 = mwb_now();
 		for (int k = 0; k < maxr; k++) {
-			double a, am, a2m, b, bm, b2m, c = 0, cm = 1, c2m = 1;
+			double a, am, a2m, b[NH], bm[NH], b2m;
+			int conv = 1;
 
 			a = run_ours(1, &am);
 			snprintf(cmd, sizeof(cmd), "run 1 %zu", n);
-			b = helper_cmd(&ucx, cmd, &bm);
-			if (has_latest)
-				c = helper_cmd(&latest, cmd, &cm);
+			for (int h = 0; h < NH; h++)
+				if (on[h])
+					b[h] = helper_cmd(&hs[h], cmd, &bm[h]);
 			run_ours(2, &a2m);
-			snprintf(cmd, sizeof(cmd), "run 2 %zu", n);
-			helper_cmd(&ucx, cmd, &b2m);
-			if (has_latest)
-				helper_cmd(&latest, cmd, &c2m);
 			mwb_add(&o1, a);
-			mwb_add(&u1, b);
-			mwb_add(&rv, b / a);
 			mwb_add(&sp, a2m / am);
-			mwb_add(&usp, b2m / bm);
-			if (has_latest) {
-				mwb_add(&l1, c);
-				mwb_add(&rl, c / a);
-				mwb_add(&lsp, c2m / cm);
+			snprintf(cmd, sizeof(cmd), "run 2 %zu", n);
+			for (int h = 0; h < NH; h++) {
+				if (!on[h])
+					continue;
+				helper_cmd(&hs[h], cmd, &b2m);
+				mwb_add(&hns[h], b[h]);
+				mwb_add(&hr[h], b[h] / a);
+				mwb_add(&hsp[h], b2m / bm[h]);
 			}
-			if (k + 1 >= minr) {
+			if (k + 1 < minr)
+				continue;
+			{
 				double x, y, z;
 
-				conv = mwb_summary(&rv, &x, &y, &z, 0.05) &&
-				       mwb_summary(&sp, &x, &y, &z, 0.05) &&
-				       (!has_latest || mwb_summary(&rl, &x, &y, &z, 0.05));
-				if (conv || (mwb_now() - t0) / 1e9 > budget)
-					break;
+				conv = mwb_summary(&sp, &x, &y, &z, 0.05);
+				for (int h = 0; h < NH; h++)
+					if (on[h])
+						conv = conv &&
+						       mwb_summary(&hr[h], &x,
+								   &y, &z,
+								   0.05);
 			}
+			if (conv || (mwb_now() - t0) / 1e9 > budget)
+				break;
 		}
-		(void)conv;
 		{
-			double mo, mu, ml, x, y;
+			double mo, x, y;
 			char nm[96];
 
 			mwb_summary(&o1, &mo, &x, &y, 1);
-			mwb_summary(&u1, &mu, &x, &y, 1);
 			snprintf(nm, sizeof(nm), "rcache_hit_ns_%zu", n);
 			report(&o1, "ns", nm);
-			snprintf(nm, sizeof(nm), "ucx_rcache_hit_ns_%zu", n);
-			report(&u1, "ns", nm);
-			snprintf(nm, sizeof(nm), "rcache_vs_ucx_%zu", n);
-			report(&rv, "x", nm);
 			snprintf(nm, sizeof(nm), "rcache_hit_2thr_speedup_%zu", n);
 			report(&sp, "x", nm);
-			snprintf(nm, sizeof(nm), "ucx_rcache_2thr_speedup_%zu", n);
-			report(&usp, "x", nm);
-			if (has_latest) {
-				mwb_summary(&l1, &ml, &x, &y, 1);
-				snprintf(nm, sizeof(nm), "ucx_latest_rcache_hit_ns_%zu", n);
-				report(&l1, "ns", nm);
-				snprintf(nm, sizeof(nm), "rcache_vs_ucx_latest_%zu", n);
-				report(&rl, "x", nm);
-				snprintf(nm, sizeof(nm), "ucx_latest_rcache_2thr_speedup_%zu", n);
-				report(&lsp, "x", nm);
+			for (int h = 0; h < NH; h++) {
+				if (!on[h])
+					continue;
+				snprintf(nm, sizeof(nm), "%s_rcache_hit_ns_%zu",
+					 hs[h].label, n);
+				report(&hns[h], "ns", nm);
+				snprintf(nm, sizeof(nm), "rcache_vs_%s_%zu",
+					 hs[h].label, n);
+				report(&hr[h], "x", nm);
+				snprintf(nm, sizeof(nm),
+					 "%s_rcache_2thr_speedup_%zu",
+					 hs[h].label, n);
+				report(&hsp[h], "x", nm);
 			}
 			printf("# N=%zu rounds=%d\n", n, o1.n);
 			if (n == 1000) {
 				ours_1k = mo;
-				ucx_1k = mu;
+				mwb_summary(&hns[0], &ucx_1k, &x, &y, 1);
 				mwb_summary(&sp, &sp_1k, &x, &y, 1);
 			}
 		}
@@ -570,14 +599,15 @@ int main(int argc, char **argv)
 		result("rcache_miss_reg_inval_ns", (mwb_now() - t0) / (double)cycles, "ns");
 		munmap(a, MWB_PAGE);
 		snprintf(cmd, sizeof(cmd), "miss %ld", cycles);
-		if (ucx.events)
-			result("ucx_rcache_miss_reg_inval_ns", helper_cmd(&ucx, cmd, NULL), "ns");
-		if (has_latest && latest.events)
-			result("ucx_latest_rcache_miss_reg_inval_ns",
-			       helper_cmd(&latest, cmd, NULL), "ns");
+		for (int h = 0; h < NH; h++)
+			if (on[h] && hs[h].events)
+				resultf(helper_cmd(&hs[h], cmd, NULL), "ns",
+					"%s_rcache_miss_reg_inval_ns",
+					hs[h].label);
 	}
-	helper_stop(&ucx);
-	helper_stop(&latest);
+	for (int h = 0; h < NH; h++)
+		if (on[h])
+			helper_stop(&hs[h]);
 	/* Overlap policy input: what a registration (pin) costs by size,
 	 * with io_uring fixed buffers (a real pinning backend). */
 	{

@@ -16,6 +16,10 @@
 #define MWB_NIDX   (1U << 20) /* random indices per thread (4 MiB) */
 #define MWB_OFF	   64	      /* gets start inside the first page */
 #define MWB_LEN	   256
+/* Finite cache limits (ours, and UCX's "lru" helpers): above the 1M
+ * regions the bench caches, so timed gets stay hits. */
+#define MWB_LRU_REGIONS 2100000UL
+#define MWB_LRU_BYTES	(64UL << 30)
 
 static inline double mwb_now(void)
 {

@@ -13,7 +13,13 @@
  *   run T N           -> "<ns per get+put per thread> <Mops total>"
  *   miss CYCLES       -> "<ns per miss+register+munmap cycle>"
  *   quit
- * No-op registration, UCX's default (unlimited) limits.
+ * No-op registration. Limits: UCX's defaults (unlimited, its LRU list is
+ * not kept up), or, with a second argument "lru", finite limits as a
+ * production configuration sets them (UCX_RCACHE_MAX_REGIONS/MAX_SIZE),
+ * which turns UCX's LRU upkeep on: MWB_LRU_REGIONS regions (ours uses the
+ * same) and MWB_LRU_BYTES, both above what the bench caches, so that every
+ * timed get is still a hit.
+ *   rcache-bench-ucx [MAXREG [lru]]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -34,7 +40,7 @@ static size_t have, maxreg = 1000000;
 static unsigned *idx[2];
 static long iters;
 static ucs_rcache_t *rc;
-static int events;
+static int events, lru;
 
 static ucs_status_t reg(void *c, ucs_rcache_t *r, void *arg,
 			ucs_rcache_region_t *g, uint16_t flags)
@@ -102,8 +108,8 @@ static ucs_rcache_t *create(void)
 	p.ucm_event_priority = 1000;
 	p.ops = &ops;
 	p.flags = UCS_RCACHE_FLAG_NO_PFN_CHECK;
-	p.max_regions = (unsigned long)-1;
-	p.max_size = (size_t)-1;
+	p.max_regions = lru ? MWB_LRU_REGIONS : (unsigned long)-1;
+	p.max_size = lru ? MWB_LRU_BYTES : (size_t)-1;
 	p.max_unreleased = (size_t)-1;
 	if (ucs_rcache_create(&p, "bench", NULL, &r) == UCS_OK) {
 		events = 1;
@@ -187,6 +193,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		maxreg = strtoul(argv[1], NULL, 0);
+	lru = argc > 2 && !strcmp(argv[2], "lru");
 	arena = mmap(NULL, maxreg * MWB_STRIDE, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	idx[0] = malloc(MWB_NIDX * sizeof(unsigned));
@@ -204,8 +211,9 @@ int main(int argc, char **argv)
 			/* Prove which library this process really loaded. */
 			if (!dladdr((void *)ucs_rcache_create, &di))
 				di.dli_fname = "?";
-			printf("%s %s events=%d\n", MWB_UCX_VERSION,
-			       di.dli_fname, events);
+			printf("%s %s events=%d limits=%s\n", MWB_UCX_VERSION,
+			       di.dli_fname, events,
+			       lru ? "finite" : "unlimited");
 		} else if (sscanf(line, "pop %lu", &a) == 1) {
 			pop(a);
 		} else if (sscanf(line, "run %lu %lu", &a, &b) == 2) {

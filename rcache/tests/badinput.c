@@ -1,8 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* Bad input gets clear error codes, never a crash. TAP. */
+/*
+ * Bad input gets clear error codes, never a crash. TAP.
+ *   badinput [--variant shipped|test]
+ * --variant: also check which build of libmmuwatch is loaded (only the
+ * test variant defines mw_test_support_drop) and what it does with the
+ * test flags: the shipped one refuses each with MW_EFLAGS and an error
+ * line naming it test-only; the test one takes them. Run under the other
+ * variant, this check fails (the negative control, tests/run-host.sh).
+ */
+#include <dlfcn.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "oracle.h"
+#include "testing/mmuwatch_test.h"
 
 static void cb(void *a, uintptr_t s, uintptr_t e, enum mw_source src)
 {
@@ -14,7 +25,66 @@ static void cb(void *a, uintptr_t s, uintptr_t e, enum mw_source src)
 	tap(r_ == (want), "%s == %s (got %d: %s)", #call, #want, r_, mw_strerror(r_)); \
 } while (0)
 
-int main(void)
+/* mw_rcache_create(p) with stderr caught into msg. */
+static int create_caught(const struct mw_rcache_params *p,
+			 struct mw_rcache **rc, char *msg, size_t size)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2), ret;
+	size_t n = 0;
+
+	fflush(stderr);
+	if (f)
+		dup2(fileno(f), 2);
+	ret = mw_rcache_create(p, rc);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if (f) {
+		rewind(f);
+		n = fread(msg, 1, size - 1, f);
+		fclose(f);
+	}
+	msg[n] = 0;
+	return ret;
+}
+
+static void variant(const char *want, const struct mw_reg_ops *ops)
+{
+	static const unsigned flags[] = {MW_RCACHE_F_TEST_NO_INVALIDATE,
+					 MW_RCACHE_F_TEST_NO_GUARANTEE};
+	int test = dlsym(RTLD_DEFAULT, "mw_test_support_drop") != NULL;
+	Dl_info di;
+
+	if (!dladdr((void *)mw_rcache_create, &di))
+		di.dli_fname = "?";
+	tap(test == !strcmp(want, "test"),
+	    "the %s variant is loaded: %s "
+	    "(mw_test_support_drop %s)",
+	    want, di.dli_fname, test ? "defined" : "absent");
+	for (unsigned i = 0; i < 2; i++) {
+		struct mw_rcache_params p = {.ops = ops, .flags = flags[i]};
+		struct mw_rcache *rc = NULL;
+		char msg[512];
+		int ret = create_caught(&p, &rc, msg, sizeof(msg));
+
+		if (test) {
+			tap(ret == MW_OK,
+			    "test variant takes test flag %#x (got %s)",
+			    flags[i], mw_strerror(ret));
+			if (!ret)
+				mw_rcache_destroy(rc);
+		} else {
+			tap(ret == MW_EFLAGS && strstr(msg, "test-only"),
+			    "shipped library refuses test flag %#x: %s, said: "
+			    "%s",
+			    flags[i], mw_strerror(ret),
+			    strtok(msg, "\n") ? msg : "");
+		}
+	}
+}
+
+int main(int argc, char **argv)
 {
 	struct mw_reg_ops ops = { noop_reg, noop_dereg, NULL, NULL, 0 };
 	struct mw_rcache_params p = { .ops = &ops };
@@ -28,6 +98,8 @@ int main(void)
 	printf("TAP version 13\n");
 	EXPECT(mw_init(), MW_OK);
 	printf("# source=%s\n", mw_source_name(mw_source()));
+	if (argc == 3 && !strcmp(argv[1], "--variant"))
+		variant(argv[2], &ops);
 	EXPECT(mw_rcache_create(NULL, &rc), MW_EINVAL);
 	EXPECT(mw_rcache_create(&p, NULL), MW_EINVAL);
 	p.flags = 0x40;

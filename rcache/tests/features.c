@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #include "mmuwatch/mmuwatch.h"
+#include "testing/mmuwatch_test.h"
 #include "subtest.h"
 
 #define PAGE 4096UL

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "oracle.h"
+#include "testing/mmuwatch_test.h"
 
 enum kind { K_ANON, K_MALLOC, K_SHM, K_BRK, K_NR };
 #define NSLOT 12

@@ -4,9 +4,14 @@
 # hooks. Oracle one needs root for PFNs (skipped otherwise). Raw syscalls
 # are left out in hooks mode (hooks cannot see them: that is the kernel
 # source's job, tested in the VM), and shown as a known gap.
-#   tests/run-host.sh BINDIR
+# The tests run the shipped library; the negative controls (test flags)
+# run the test variant, swapped in by LD_LIBRARY_PATH ($TV): it has the
+# same soname. The shipped library must refuse those flags (first check).
+#   tests/run-host.sh BINDIR   (MW_LIBT: the test variant's directory)
 set -u
 T=${1:?usage: run-host.sh BINDIR}
+LIBT=${MW_LIBT:-$(cd "$T/../../lib/test" && pwd)}
+TV="env LD_LIBRARY_PATH=$LIBT"
 SEED=${MW_FUZZ_SEED:-$(( $(date +%s) ^ $$ ))}
 OPS=${MW_FUZZ_OPS:-100000}
 export MMUWATCH_LEAVE_PINNED=1	# let the hooks source activate on this host
@@ -37,6 +42,9 @@ run() { # name want cmd...
 	else echo "not ok $n - $name (exit $rc)"; fail=1; fi
 }
 echo "TAP version 13"
+run "rcache.shipped_refuses_test_flags" 0 $T/badinput --variant shipped
+run "rcache.test_variant_takes_test_flags" 0 $TV $T/badinput --variant test
+run "rcache.variant_check.negative_control" 1 $TV $T/badinput --variant shipped
 for src in $SOURCES; do
 	export MMUWATCH_SOURCE=$src
 	run "rcache.badinput.$src" 0 $T/badinput
@@ -51,7 +59,7 @@ if [ -n "${MW_SAN:-}" ]; then
 	[ "$MW_SAN" = asan ] && run "rcache.threads.asan.hooks_no_allocator" 0 \
 		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
 		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
-		$T/threads --threads 3 --seconds 2 --no-guarantee
+		$TV $T/threads --threads 3 --seconds 2 --no-guarantee
 	# TSan over the hooks source's release path (the program's munmap,
 	# madvise, mremap ... through our interposers into soft.c and the
 	# cache's invalidation), caching forced: TSan's allocator stays, and
@@ -61,7 +69,7 @@ if [ -n "${MW_SAN:-}" ]; then
 		env -u MMUWATCH_HOOKS_DISABLE MMUWATCH_LEAVE_PINNED=1 \
 		MMUWATCH_SOURCE=hooks MMUWATCH_HOOKS_ALLOCATOR=0 \
 		MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 TSAN_OPTIONS=halt_on_error=1 \
-		$T/threads --threads 3 --seconds 2 --no-guarantee
+		$TV $T/threads --threads 3 --seconds 2 --no-guarantee
 	echo "# SAN=$MW_SAN: other hooks-source runs left out"
 	echo "1..$n"
 	exit $fail
@@ -74,14 +82,15 @@ if command -v valgrind >/dev/null; then
 		$T/threads --threads 2 --seconds 2
 fi
 run "rcache.oracle_one.negative_control.hooks seed=$SEED" 0 \
-	$T/fuzz --seed $SEED --ops $((OPS / 5)) --no-raw --no-invalidate --expect-mismatch
+	$TV $T/fuzz --seed $SEED --ops $((OPS / 5)) --no-raw --no-invalidate --expect-mismatch
 run "rcache.threads.negative_control.hooks" 0 \
-	$T/threads --seconds 1 --no-invalidate --expect-mismatch
+	$TV $T/threads --seconds 1 --no-invalidate --expect-mismatch
 # A library that takes our munmap away from its constructor, dlopen'ed by
 # one thread while another hits (and its control: the window left open).
-run "rcache.dlopen_window.hooks" 0 $T/dlopen_window
+# Both run the test variant: their negative controls switch a check off.
+run "rcache.dlopen_window.hooks" 0 $TV $T/dlopen_window
 # A library that takes its malloc/free GOT slots for its own allocator.
-run "rcache.alloc_slots.hooks" 0 $T/alloc_slots
+run "rcache.alloc_slots.hooks" 0 $TV $T/alloc_slots
 # The known gap of the hooks source: raw syscalls go unseen, so a run with
 # them must show stale hits (this is what the kernel source fixes).
 run "rcache.hooks_miss_raw_syscalls (expected stale) seed=$SEED" 0 \

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "oracle.h"
+#include "testing/mmuwatch_test.h"
 
 #define NBUF 32
 #define BUFLEN (4 * PAGE)

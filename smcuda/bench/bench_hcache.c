@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mmuwatch/smcuda.h"
+#include "testing/mmuwatch_test.h"
 #include "tdapi.h"
 
 #define POOL 8

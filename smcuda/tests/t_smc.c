@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mmuwatch/smcuda.h"
+#include "testing/mmuwatch_test.h"
 #include "tdapi.h"
 
 #define KB ((size_t)1 << 10)

@@ -25,7 +25,8 @@ tot=$(printf '%s\n' "$out" | grep '^rdma_churn total:')
 num() { printf '%s\n' "$tot" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
 hits=$(num hits) inv=$(num invalidations) bad=$(num corrupt_bytes)
 echo "== rdma_churn, invalidation off (what a cache without events does)"
-"$D" --iters "$ITERS" --events-off; off=$?
+# (a test flag: the test variant of the library, same soname)
+LD_LIBRARY_PATH=$TOP/build/lib/test "$D" --iters "$ITERS" --events-off; off=$?
 echo "== mmuwatch module status"
 "$TOP/build/bin/mmuwatch-status" 2>/dev/null | head -20
 fail=0

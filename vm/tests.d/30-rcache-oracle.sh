@@ -5,7 +5,8 @@
 #     (pinned pages), MW_FUZZ_OPS (default 100000) random operations
 #  2. same with a 2-entry event ring: overflow recovery by word scan (the
 #     run fails unless overflows and word-scan invalidations happened)
-#  3. negative control: invalidation off must show stale hits
+#  3. negative control: invalidation off must show stale hits (a test flag:
+#     the test variant of the library, swapped in by LD_LIBRARY_PATH)
 # The seed is printed; replay with MW_FUZZ_SEED=<seed>. Exit 0 = passed.
 # MW_TIMEOUT=900
 set -u
@@ -35,5 +36,6 @@ run "rcache.oracle_one.kernel.ring_overflow seed=$SEED" 0 \
 	env MMUWATCH_RING=2 $T/fuzz --seed $SEED --ops $((OPS / 5)) --backend uring \
 	--expect-overflow
 run "rcache.oracle_one.negative_control seed=$SEED" 0 \
+	env LD_LIBRARY_PATH=$TOP/build/lib/test \
 	$T/fuzz --seed $SEED --ops $((OPS / 5)) --backend uring --no-invalidate --expect-mismatch
 exit $fail

@@ -34,6 +34,7 @@ eval "export $env"
 run "rcache.oracle_two.kernel.verbs seed=$SEED ops=$ROPS" 0 \
 	$T/fuzz --seed $SEED --ops $ROPS --backend verbs --rdma
 run "rcache.oracle_two.negative_control seed=$SEED" 0 \
+	env LD_LIBRARY_PATH=$TOP/build/lib/test \
 	$T/fuzz --seed $SEED --ops $((ROPS / 10)) --backend verbs --rdma \
 	--no-invalidate --expect-mismatch
 exit $fail

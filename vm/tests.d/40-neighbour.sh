@@ -5,8 +5,8 @@
 # order next to libmmuwatch with the kernel source. UCX's handler installs
 # and sees munmap/mremap/madvise/shmdt/brk; our watches never stay valid
 # over a release. The binaries are the host's (make -C hooks check builds
-# them). Negative control: the interposers forced to raw syscalls break
-# UCX's bistro self-test here too.
+# them). Negative control: the interposers forced to raw syscalls (the test
+# variant of the library) break UCX's bistro self-test here too.
 # MW_TIMEOUT=600
 set -u
 TOP=${MW_TOP:?}
@@ -17,7 +17,7 @@ U=$TOP/build/anchors/ucx-1.22.0/lib
 [ -x "$T/nb_linked122" ] && [ -e "$U/libucs.so.0" ] && export U122=$U
 fail=0
 sh "$TOP/hooks/tests/neighbour.sh" kernel || fail=1
-n=$(NB_EXTRA=MMUWATCH_HOOKS_TEST_RAW=1 sh "$TOP/hooks/tests/neighbour.sh" kernel |
+n=$(NB_EXTRA="LD_LIBRARY_PATH=$TOP/build/lib/test MMUWATCH_HOOKS_TEST_RAW=1" sh "$TOP/hooks/tests/neighbour.sh" kernel |
 	grep -c '^not ok.*bistro.*= -22')
 if [ "$n" -gt 0 ]; then
 	echo "ok - negative control: raw interposers break UCX bistro in $n kernel cells"
