@@ -46,7 +46,7 @@ static struct {
 	struct mwh_share_hdr *hdr;
 	struct mwh_share_word *words;
 	size_t ctl_size;
-	int noinval;
+	int noinval, nofork;
 	int fork_rd, fork_wr; /* parent waits until the child copied */
 	atomic_ulong waits, timeouts;
 	atomic_int warned;
@@ -241,6 +241,11 @@ void mwh_share_test_noinval(int on)
 	sh.noinval = on;
 }
 
+void mwh_share_test_nofork(int on)
+{
+	sh.nofork = on;
+}
+
 static long share_now_ns(void)
 {
 	struct timespec ts;
@@ -374,7 +379,7 @@ void mwh_share_atfork_prepare(void)
 {
 	int p[2];
 
-	if (!mwh_share_on())
+	if (!mwh_share_on() || sh.nofork)
 		return;
 	if (mw_raw_failed(mw_raw(SYS_pipe2, p, O_CLOEXEC, 0)))
 		return;

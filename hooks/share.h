@@ -78,6 +78,9 @@ MW_HIDDEN void mwh_share_stats(unsigned long *waits, unsigned long *timeouts);
 /* Test only: 1 makes the owner skip the generation bump and the wait (the
  * oracle's negative control: invalidation off). */
 MW_HIDDEN void mwh_share_test_noinval(int on);
+/* Test only: 1 makes fork() leave the child sharing the parent's heap
+ * (the fork test's negative control). */
+MW_HIDDEN void mwh_share_test_nofork(int on);
 
 /* The allocator's span paths (alloc_span.c, release.c); cheap when off. */
 MW_HIDDEN void mwh_share_span_freed(uintptr_t lo, size_t len);

@@ -181,6 +181,9 @@ static void mwp_owner_close(struct mwp_owner *o)
 		close(o->data_fd);
 	if (o->ctl_fd >= 0)
 		close(o->ctl_fd);
+	if (o->pidfd >= 0)
+		close(o->pidfd);
+	o->pidfd = -1;
 	o->hdr = NULL;
 	o->words = NULL;
 	o->data_fd = o->ctl_fd = -1;
@@ -281,8 +284,8 @@ static struct mwp_owner *mwp_owner_get(const struct mw_peer_desc *d,
 	if (!free_o)
 		return NULL; /* table full: CMA */
 	o = free_o;
-	if (o->pid && o->pidfd >= 0)
-		close(o->pidfd);
+	if (o->pid)
+		mwp_owner_close(o);
 	memset(o, 0, sizeof(*o));
 	o->pid = d->pid;
 	o->data_fd = o->ctl_fd = -1;
@@ -456,11 +459,8 @@ static void mwp_atfork_child(void)
 		c.hash[h] = NULL;
 	}
 	for (i = 0; i < MWP_NOWNERS; i++) {
-		if (c.owners[i].pid) {
+		if (c.owners[i].pid)
 			mwp_owner_close(&c.owners[i]);
-			if (c.owners[i].pidfd >= 0)
-				close(c.owners[i].pidfd);
-		}
 		memset(&c.owners[i], 0, sizeof(c.owners[i]));
 	}
 	c.lru_head = c.lru_tail = NULL;
