@@ -37,6 +37,7 @@
 
 enum { SH_OFF = 0, SH_SWITCHING, SH_ON, SH_FAILED };
 #define SH_ANON 2 /* mwh_share_word.dead: a private unit, never shared */
+#define SH_QUAR 3 /* dead: a peer never left a copy of it: never reused */
 
 static struct {
 	atomic_int state;
@@ -254,17 +255,21 @@ static long share_now_ns(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Wait until no peer copy is in flight on w. A peer that stays inside one
- * copy for MWH_SHARE_WAIT_NS (stopped, or killed mid-copy) is given up on:
- * counted, said once, and its count cleared so the span stays usable. */
-static void share_wait_idle(struct mwh_share_word *w)
+/* Wait until no peer copy is in flight on w; 0, or -1 when a peer stayed
+ * inside one copy for MWH_SHARE_WAIT_NS (stopped, or killed mid-copy): the
+ * span is then quarantined (never described, never reused: a stopped peer
+ * that resumes can only write into memory nobody uses), counted and said
+ * once; its pages are still given back when it is released. */
+static int share_wait_idle(struct mwh_share_word *w)
 {
 	long t0;
 	int spins = 0;
 	int32_t b;
 
+	if (atomic_load(&w->dead) == SH_QUAR)
+		return -1;
 	if (atomic_load(&w->busy) <= 0)
-		return;
+		return 0;
 	atomic_fetch_add_explicit(&sh.waits, 1, memory_order_relaxed);
 	t0 = share_now_ns();
 	while ((b = atomic_load(&w->busy)) > 0) {
@@ -279,14 +284,15 @@ static void share_wait_idle(struct mwh_share_word *w)
 					2,
 					"mmuwatch: peer: a peer stayed inside "
 					"a copy for 2 s (stopped or dead); "
-					"its span is reused\n");
-			atomic_compare_exchange_strong(&w->busy, &b, 0);
-			return;
+					"its span is never reused\n");
+			atomic_store(&w->dead, SH_QUAR);
+			return -1;
 		}
 		struct timespec ts = {0, 50000};
 
 		mw_raw(SYS_nanosleep, &ts, 0, 0);
 	}
+	return 0;
 }
 
 void mwh_share_span_freed(uintptr_t lo, size_t len)
@@ -298,13 +304,14 @@ void mwh_share_span_freed(uintptr_t lo, size_t len)
 		atomic_fetch_add(&w->gen, 1); /* seq_cst: before any reuse */
 }
 
-void mwh_share_span_reused(uintptr_t lo, size_t len)
+int mwh_share_span_reused(uintptr_t lo, size_t len)
 {
 	struct mwh_share_word *w = share_word(lo);
 
 	(void)len;
 	if (w && !sh.noinval)
-		share_wait_idle(w);
+		return share_wait_idle(w);
+	return 0;
 }
 
 int mwh_share_span_released(uintptr_t lo, size_t len)
@@ -314,8 +321,9 @@ int mwh_share_span_released(uintptr_t lo, size_t len)
 	(void)len;
 	if (!w || atomic_load(&w->dead) == SH_ANON)
 		return MADV_DONTNEED;
-	if (!sh.noinval)
-		share_wait_idle(w); /* a late write must not refill the hole */
+	if (!sh.noinval) /* a late write must not refill the hole; on a
+			  * timeout the span is quarantined (never reused) */
+		(void)share_wait_idle(w);
 	return MADV_REMOVE;
 }
 
@@ -360,7 +368,7 @@ void mwh_share_foreign(uintptr_t lo, uintptr_t hi, enum mw_release_kind kind)
 			if (unmap) /* a private unit stays marked private */
 				atomic_compare_exchange_strong(&w->dead, &z, 1);
 			atomic_fetch_add(&w->gen, 1);
-			share_wait_idle(w);
+			(void)share_wait_idle(w);
 		}
 		u += units * MW_UNIT;
 	}

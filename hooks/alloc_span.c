@@ -429,8 +429,10 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 		mwh_account((long)(units * MW_UNIT));
 	if (fresh) /* new physical pages: in use + retained grows */
 		mwh_trim_to_limit();
-	/* shared span: no peer copy of its last block still in flight */
-	mwh_share_span_reused(mw_page_addr(s), units * MW_UNIT);
+	/* shared span: no peer copy of its last block still in flight; one
+	 * a peer never left is quarantined: it stays "in use", unused */
+	if (mwh_share_span_reused(mw_page_addr(s), units * MW_UNIT) != 0)
+		return mwh_span_get(h, c);
 	return s;
 }
 

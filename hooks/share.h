@@ -17,8 +17,9 @@
  *     mapping of the file goes (never described again: CMA);
  *   - peers add one to the span's busy word around each copy; the owner
  *     waits for it to be zero before it reuses a freed span or gives its
- *     pages back (bounded: MWH_SHARE_WAIT_NS), so no peer access that began
- *     before a free ever reaches the block that follows it.
+ *     pages back (bounded: MWH_SHARE_WAIT_NS, after which the span is
+ *     quarantined, never reused), so no peer access that began before a
+ *     free ever reaches the block that follows it.
  */
 #ifndef MW_HOOKS_SHARE_H
 #define MW_HOOKS_SHARE_H
@@ -84,7 +85,9 @@ MW_HIDDEN void mwh_share_test_nofork(int on);
 
 /* The allocator's span paths (alloc_span.c, release.c); cheap when off. */
 MW_HIDDEN void mwh_share_span_freed(uintptr_t lo, size_t len);
-MW_HIDDEN void mwh_share_span_reused(uintptr_t lo, size_t len);
+/* 0, or -1: the span is quarantined (a peer never left a copy of it):
+ * the caller must not use it, and leaks it. */
+MW_HIDDEN int mwh_share_span_reused(uintptr_t lo, size_t len);
 /* Before the pages go back to the OS; returns the madvise advice to use
  * (MADV_REMOVE frees a shared span's file pages, DONTNEED would not). */
 MW_HIDDEN int mwh_share_span_released(uintptr_t lo, size_t len);

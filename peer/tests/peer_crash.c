@@ -5,7 +5,9 @@
  * up nearly all the time). The owner then frees the block and allocates
  * one of the same size (the same span: the reuse waits for busy peers):
  * it must go on within the bounded wait (MWH_SHARE_WAIT_NS, 2 s) and keep
- * its fd count, and its new block must be usable. (Whether the kill
+ * its fd count, and its new block must be usable: the same span when the
+ * peer died outside a copy, another one when inside (the span it held is
+ * quarantined: a stopped peer could still write to it). (Whether the kill
  * landed inside a copy is printed: then the owner waited once, 2 s.)
  */
 #include <signal.h>
@@ -22,6 +24,7 @@ struct area {
 	unsigned long waits, timeouts;
 	int fds_before, fds_after;
 	char first;
+	int same;
 };
 
 static struct area *a;
@@ -43,8 +46,11 @@ static int owner(void)
 	{
 		double t0 = pt_now();
 
+		char *old = b;
+
 		mw_free(b);
 		b = mw_malloc(SZ); /* same class: the freed span again */
+		a->same = b == old;
 		a->took = pt_now() - t0;
 	}
 	memset(b, 'y', SZ);
@@ -96,6 +102,10 @@ int main(void)
 		 a->took);
 	PT_CHECK(a->first == 'y', "owner's new block unusable");
 	PT_CHECK(a->fds_after == a->fds_before, "owner fds changed");
+	PT_CHECK(a->timeouts ? !a->same : a->same,
+		 "a span a peer died in must be quarantined (timeouts %lu, "
+		 "same span %d)",
+		 a->timeouts, a->same);
 	printf("PASS: a peer killed %s a copy costs the owner %.3f s once\n",
 	       a->timeouts ? "inside" : "outside", a->took);
 	return PT_PASS;
