@@ -66,6 +66,19 @@ static void mwp_token(char out[MWP_TOKEN_MAX])
 static pthread_mutex_t mwp_proxy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mwp_proxy_fd = -1;
 static pid_t mwp_proxy_pid;
+static pthread_once_t mwp_proxy_once = PTHREAD_ONCE_INIT;
+
+/* A child never inherits the lock held by a parent thread (the proxy of
+ * the child is started anew, under its own pid, on its first describe). */
+static void mwp_proxy_atfork_child(void)
+{
+	pthread_mutex_init(&mwp_proxy_lock, NULL);
+}
+
+static void mwp_proxy_once_init(void)
+{
+	pthread_atfork(NULL, NULL, mwp_proxy_atfork_child);
+}
 
 static int mwp_allowed(const struct ucred *uc, const struct mwp_req *rq)
 {
@@ -156,6 +169,7 @@ int mwp_proxy_start(void)
 	int l, r = 0;
 	pid_t me = getpid();
 
+	pthread_once(&mwp_proxy_once, mwp_proxy_once_init);
 	pthread_mutex_lock(&mwp_proxy_lock);
 	if (mwp_proxy_fd >= 0 && mwp_proxy_pid == me)
 		goto out;
