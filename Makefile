@@ -9,7 +9,7 @@ include mk/common.mk
 # rcache and smcuda into libmmuwatch; the rest link libmmuwatch. Built one
 # after the other (each part's own make may still run in parallel), and
 # never as make targets of their own: `bench` and `demo` are also targets.
-PARTS := hooks rcache smcuda libuser tools selftests bench demo mpi man
+PARTS := hooks rcache smcuda peer libuser tools selftests bench demo mpi man
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
 .PHONY: all modules user check check-host check-vm bench demo setup \

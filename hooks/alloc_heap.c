@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "hooks/alloc_int.h"
+#include "hooks/share.h"
 
 #define g mwh_g
 
@@ -53,6 +54,8 @@ int mwh_global_init(void)
 				       mwh_atfork_child);
 		atomic_store_explicit(&g.init, ok ? 2 : 3,
 				      memory_order_release);
+		if (ok)
+			mwh_share_env_init(); /* MMUWATCH_SHAREABLE_HEAP */
 		return ok ? 0 : -1;
 	}
 	while ((s = atomic_load_explicit(&g.init, memory_order_acquire)) == 1)
@@ -137,6 +140,7 @@ static void mwh_atfork_prepare(void)
 {
 	struct mw_heap *h;
 
+	mwh_share_atfork_prepare();
 	mwh_lock(&g.heap_lock);
 	for (h = g.heaps; h; h = h->all_next)
 		mwh_lock(&h->lock);
@@ -151,6 +155,7 @@ static void mwh_atfork_parent(void)
 	for (h = g.heaps; h; h = h->all_next)
 		mwh_unlock(&h->lock);
 	mwh_unlock(&g.heap_lock);
+	mwh_share_atfork_parent();
 }
 
 /* Child: only this thread survives; the other heaps become adoptable. */
@@ -158,6 +163,7 @@ static void mwh_atfork_child(void)
 {
 	struct mw_heap *h;
 
+	mwh_share_atfork_child(); /* first: the heap must be ours alone */
 	atomic_store(&g.lock, 0);
 	atomic_store(&g.heap_lock, 0);
 	g.abandoned = NULL;

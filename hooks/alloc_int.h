@@ -8,6 +8,8 @@
  *   alloc_page.c   small pages: carving, page lists, draining remote frees
  *   alloc_span.c   the arena, spans, the span cache and bins, retention
  *   alloc_heap.c   per-thread heaps: creation, thread exit, fork
+ *   alloc_share.c  the shareable span source (share.h): memfd spans, ids,
+ *                  generations, waits for peers' copies
  * Lock order: g.heap_lock, then a heap's lock, then g.lock. No system call
  * is ever made while g.lock or a heap's lock is held (memory is committed
  * and released outside them; g.lock_syscalls counts violations for the

@@ -38,6 +38,7 @@
 #include "hooks/alloc_int.h"
 #include "hooks/internal.h"
 #include "hooks/raw.h"
+#include "hooks/share.h"
 
 #define MW_RESERVE_MAX ((uintptr_t)1 << 40) /* 1 TiB of address space */
 #define MW_RESERVE_MIN ((uintptr_t)1 << 30)
@@ -144,7 +145,9 @@ static struct mw_page *mwh_span_from_bump(size_t units)
 		atomic_fetch_add_explicit(&g.bump, len, memory_order_relaxed);
 	struct mw_page *s;
 
-	if (b > end || len > end - b || mwh_commit(b + len) != 0)
+	mwh_share_bump_gate(); /* sharing being switched on: wait for it */
+	if (b > end || len > end - b || mwh_commit(b + len) != 0 ||
+	    mwh_share_span_fresh(b, units) != 0)
 		return NULL; /* the reservation stays used: out of memory */
 	s = mw_page_of((void *)b);
 	s->clean_from = 0;
@@ -220,10 +223,12 @@ size_t mwh_retain_limit(void)
 static void mwh_span_release(struct mw_page *s)
 {
 	uintptr_t lo = mw_page_addr(s), hi = lo + s->units * MW_UNIT;
+	int advice;
 
 	mw_release_notify(lo, hi, MW_RELEASE_ALLOC);
+	advice = mwh_share_span_released(lo, hi - lo); /* shared: REMOVE */
 	mwh_syscall_check();
-	mw_raw(SYS_madvise, lo, hi - lo, MADV_DONTNEED);
+	mw_raw(SYS_madvise, lo, hi - lo, advice);
 	s->state = MW_SPAN_COLD;
 	s->clean_from = 0;
 	atomic_fetch_add_explicit(&g.releases, 1, memory_order_relaxed);
@@ -424,6 +429,10 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 		mwh_account((long)(units * MW_UNIT));
 	if (fresh) /* new physical pages: in use + retained grows */
 		mwh_trim_to_limit();
+	/* shared span: no peer copy of its last block still in flight; one
+	 * a peer never left is quarantined: it stays "in use", unused */
+	if (mwh_share_span_reused(mw_page_addr(s), units * MW_UNIT) != 0)
+		return mwh_span_get(h, c);
 	return s;
 }
 
@@ -433,6 +442,8 @@ void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 	size_t len = s->units * MW_UNIT;
 	unsigned c = s->cls;
 
+	/* shared span: peers' descriptors of the block are void from here */
+	mwh_share_span_freed(mw_page_addr(s), len);
 	s->kind = MW_KIND_LARGE;
 	s->heap = NULL;
 	s->lo = MW_LO_NEVER;

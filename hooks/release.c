@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "hooks/internal.h"
+#include "hooks/share.h"
 
 static _Atomic(mw_release_fn) release_cb;
 static atomic_ulong release_count;
@@ -34,6 +35,9 @@ void mw_release_notify(uintptr_t start, uintptr_t end,
 	if (lo && start < atomic_load_explicit(&watch_hi, memory_order_relaxed) &&
 	    end > lo)
 		atomic_fetch_add_explicit(&watch_hits, 1, memory_order_relaxed);
+	/* shared heap spans: the generation moves before the memory goes */
+	if (kind != MW_RELEASE_ALLOC && !mw_release_probing)
+		mwh_share_foreign(start, end, kind);
 	fn = atomic_load_explicit(&release_cb, memory_order_acquire);
 	if (fn && !mw_release_probing)
 		fn(start, end, kind);

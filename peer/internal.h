@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * peer/ internals: the fd exchange (fdx.c), the mapping cache (cache.c) and
+ * the copy paths (copy.c). Hidden; prefix mwp_.
+ */
+#ifndef MW_PEER_INTERNAL_H
+#define MW_PEER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hooks/share.h"
+#include "peer/peer.h"
+
+#define MWP_HIDDEN __attribute__((visibility("hidden")))
+
+/* One owner process a peer talks to (cache.c). */
+struct mwp_owner {
+	pid_t pid;
+	int pidfd;	     /* liveness (-1: none, checked by kill(0)) */
+	int data_fd, ctl_fd; /* our copies of the owner's two files */
+	int cma_only;	     /* no fds: every copy goes by CMA */
+	int dead;
+	struct mwh_share_hdr *hdr;
+	struct mwh_share_word *words;
+	size_t ctl_size, nspans;
+	long checked_ns; /* last liveness check */
+	unsigned maps;	 /* entries still referring to it */
+};
+
+/* One mapped span (whole span), shared by all threads. */
+struct mwp_map {
+	struct mwp_owner *o;
+	uint64_t span, len;
+	char *addr;
+	int refs;			     /* copies in flight */
+	struct mwp_map *hnext;		     /* hash chain */
+	struct mwp_map *lru_prev, *lru_next; /* newest at head */
+};
+
+/* Counters (relaxed). */
+struct mwp_counters {
+	atomic_ullong map_copies, cma_copies, map_bytes, cma_bytes, hits,
+		misses, evictions, stale, owners, owners_dead, fd_fallbacks,
+		fd_pidfd, fd_proxy, proxy_refused;
+};
+MWP_HIDDEN extern struct mwp_counters mwp_cnt;
+
+/* fdx.c: get the owner's (data, ctl) fds by pidfd_getfd, else the proxy.
+ * 0 or -errno; *how is 1 (pidfd) or 2 (proxy). */
+MWP_HIDDEN int mwp_fdx_get(pid_t pid, int pidfd, int dnum, int cnum, int *dfd,
+			   int *cfd, int *how);
+/* Owner: start the fd proxy once (thread-safe). */
+MWP_HIDDEN int mwp_proxy_start(void);
+
+/* cache.c */
+MWP_HIDDEN int mwp_cache_get(const struct mw_peer_desc *d, struct mwp_map **out,
+			     struct mwp_owner **owner);
+MWP_HIDDEN void mwp_cache_put(struct mwp_map *m);
+MWP_HIDDEN int mwp_cache_limits(size_t max_maps, size_t max_bytes);
+MWP_HIDDEN void mwp_cache_usage(uint64_t *maps, uint64_t *bytes);
+
+/* copy.c: test switch, the oracle's negative control (no checks). */
+MWP_HIDDEN extern int mwp_noinval;
+
+#endif /* MW_PEER_INTERNAL_H */
