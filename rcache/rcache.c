@@ -61,6 +61,7 @@ struct mwr_rcache {
 	/* Lock-free stack of invalidated regions. */
 	struct mwr_region *inv __attribute__((aligned(MWU_CACHELINE)));
 	struct mwu_sink sink;
+	struct mw_cr_client cr;	/* checkpoint/restart client (libuser/cr.c) */
 	/* Page-number index, read by every hit (index.c). */
 	struct mwr_index index __attribute__((aligned(MWU_CACHELINE)));
 };
@@ -424,6 +425,49 @@ static void sink_child(struct mwu_sink *s)
 	batch_reclaim(rc, &b);
 }
 
+/*
+ * Checkpoint: no registration of this cache may outlive it (the restored
+ * process has new pages at the same addresses). Gets are gated already
+ * (libuser/cr.c); a miss that took the lock before us finishes first, one
+ * after us sees the gate under the lock. Deregister every idle region and
+ * the deferred ones, then wait (bounded) until the busy ones are put:
+ * their last put reclaims them. MW_EBUSY if one stays busy.
+ */
+static void unlink_all(struct mwr_rcache *rc);
+
+static int cr_quiesce(struct mw_cr_client *c)
+{
+	struct mwr_rcache *rc = (void *)((char *)c - offsetof(struct mwr_rcache, cr));
+	uint64_t deadline = now_ms() + mwu_cr_timeout_ms();
+
+	pthread_mutex_lock(&rc->lock);
+	for (;;) {
+		unlink_all(rc);
+		if (!rc->zombies && !rc->transients && !rc->nregions)
+			break;
+		if (now_ms() >= deadline) {
+			mwu_log(MWU_LOG_WARN, "checkpoint: cache %p: %zu "
+				"registrations still in use", (void *)rc,
+				rc->zombies + rc->transients);
+			pthread_mutex_unlock(&rc->lock);
+			return MW_EBUSY;
+		}
+		pthread_mutex_unlock(&rc->lock);
+		usleep(500);
+		pthread_mutex_lock(&rc->lock);
+	}
+	pthread_mutex_unlock(&rc->lock);
+	return 0;
+}
+
+/* Continue or restart: the cache is empty; it fills again from the new
+ * source's watches. Nothing of the old life is left to drop. */
+static void cr_resume(struct mw_cr_client *c, enum mw_cr_phase how)
+{
+	(void)c;
+	(void)how;
+}
+
 static size_t memlock_limit(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -471,6 +515,9 @@ MW_API int mw_rcache_create(const struct mw_rcache_params *p,
 	rc->sink.atfork_parent = sink_parent;
 	rc->sink.atfork_child = sink_child;
 	mwu_sink_add(&rc->sink);	/* fork handling needs it in every mode */
+	rc->cr.quiesce = cr_quiesce;
+	rc->cr.resume = cr_resume;
+	mw_cr_client_add(&rc->cr);
 	*out = (struct mw_rcache *)rc;
 	return 0;
 }
@@ -858,6 +905,13 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	/* Miss: bounded deferred work first, then look again under the lock. */
 	mwu_progress_round(DRAIN_PER_CALL, 0);
 	pthread_mutex_lock(&rc->lock);
+	if (mwu_cr_gated()) {
+		/* A checkpoint began: its quiesce takes this lock next. */
+		pthread_mutex_unlock(&rc->lock);
+		ret = mwu_cr_wait();
+		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
+						 (void *)s, e - s, 0, out);
+	}
 	process_invalid(rc, DRAIN_PER_CALL);
 	r = mwu_core.source != MW_SOURCE_NONE ? try_hit(rc, s, e, rc) : NULL;
 	if (r)
@@ -897,6 +951,12 @@ static __attribute__((noinline)) int get_uncached(struct mwr_rcache *rc,
 	int ret;
 
 	pthread_mutex_lock(&rc->lock);
+	if (mwu_cr_gated()) {
+		pthread_mutex_unlock(&rc->lock);
+		ret = mwu_cr_wait();
+		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
+						 (void *)s, e - s, 0, out);
+	}
 	if (rc->nregions)
 		unlink_all(rc);
 	ret = miss(rc, s, e, &r, 0);
@@ -926,6 +986,12 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFLAGS;
 	if (rc->forked)
 		return MW_EFORKED;
+	/* Quiesced for a checkpoint: block or fail (one load). */
+	if (mwu_cr_gated()) {
+		ret = mwu_cr_wait();
+		if (ret)
+			return ret;
+	}
 	/* Every get: is caching still safe? (one load, guard.c) */
 	if (mwu_unlikely(!mwr_guaranteed()) &&
 	    !(rc->flags & MW_RCACHE_F_TEST_NO_GUARANTEE))
@@ -1042,6 +1108,7 @@ MW_API int mw_rcache_destroy(struct mw_rcache *rc_)
 	}
 	rc->magic = 0;
 	pthread_mutex_unlock(&rc->lock);
+	mw_cr_client_remove(&rc->cr);
 	mwu_sink_remove(&rc->sink);
 	mwr_index_destroy(&rc->index);
 	pthread_mutex_destroy(&rc->lock);

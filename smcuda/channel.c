@@ -92,6 +92,7 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 			goto fail;
 		}
 	}
+	mw_smc_cr_add(c);
 	*out = c;
 	return 0;
 fail:
@@ -131,6 +132,7 @@ int mw_smc_close(struct mw_smc *c)
 		return -EINVAL;
 	if (c->closed)
 		return -EBADF;
+	mw_smc_cr_remove(c);
 	mw_ring_drain(c);	/* a broken driver: they complete with -EIO */
 	for (int i = 0; i < c->nranks; i++) {
 		struct mw_ep *ep = &c->ep[i];

@@ -378,3 +378,11 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 	return !c->ep || !c->ep[peer].hb_ms ||
 		now - c->ep[peer].hb_ms < c->timeout_ms;
 }
+
+void mw_seg_restarted(struct mw_smc *c)
+{
+	struct seg_rank *sr = &c->hdr->rank[c->rank];
+
+	atomic_store(&sr->pid, (int32_t)getpid());
+	atomic_store(&sr->starttime, proc_starttime(getpid()));
+}

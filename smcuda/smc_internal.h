@@ -5,11 +5,13 @@
 #ifndef MW_SMC_INTERNAL_H
 #define MW_SMC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "cu_api.h"
+#include "mmuwatch/mmuwatch.h"
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 
@@ -260,6 +262,10 @@ struct mw_smc {
 	int *cfg_gr;		/* global_ranks as given, NULL if none */
 	/* test knobs */
 	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
+	/* checkpoint/restart (cr.c): progress holds cr_mu */
+	pthread_mutex_t cr_mu;
+	bool cr_quiesced;
+	struct mw_cr_client cr;
 };
 
 /* segment.c */
@@ -268,6 +274,12 @@ MW_HIDDEN void mw_seg_close(struct mw_smc *c);
 MW_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
 MW_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
 MW_HIDDEN uint64_t mw_now_ms(void);
+/* C/R restart: publish this (restored) task's start time again. */
+MW_HIDDEN void mw_seg_restarted(struct mw_smc *c);
+
+/* cr.c */
+MW_HIDDEN void mw_smc_cr_add(struct mw_smc *c);
+MW_HIDDEN void mw_smc_cr_remove(struct mw_smc *c);
 
 /* ipc_state.c */
 MW_HIDDEN void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep);

@@ -431,10 +431,25 @@ static void check_liveness(struct mw_smc *c)
 			mw_ep_fail(c, &c->ep[i]);
 }
 
+static int progress_locked(struct mw_smc *c);
+
+/* Quiesced for a checkpoint (cr.c): no progress until resumed; waits
+ * spin, bounded by their timeout. */
 int mw_progress(struct mw_smc *c)
 {
+	int r = 0;
+
 	if (c->closed)
 		return -EBADF;
+	pthread_mutex_lock(&c->cr_mu);
+	if (!c->cr_quiesced)
+		r = progress_locked(c);
+	pthread_mutex_unlock(&c->cr_mu);
+	return r;
+}
+
+static int progress_locked(struct mw_smc *c)
+{
 	atomic_fetch_add_explicit(&c->hdr->rank[c->rank].heartbeat, 1,
 				  memory_order_relaxed);
 	for (int i = 0; i < c->nranks; i++) {
