@@ -8,8 +8,10 @@
  * Host-memory traffic is in the shared segment, which a checkpointer
  * saves with the process. Restart: this rank's start time in the segment
  * is written again (a restored process is a new task with the same pid:
- * peers would take it for dead). The registration functions are weak, so
- * that smcuda links without libuser (its own tests).
+ * peers would take it for dead), and peers are not judged by theirs for
+ * the channel's timeout, while they republish. The registration
+ * functions are weak, so that smcuda links without libuser (its own
+ * tests).
  */
 #include "smc_internal.h"
 
@@ -40,8 +42,13 @@ static void resume(struct mw_cr_client *cl, enum mw_cr_phase how)
 	struct mw_smc *c = of(cl);
 
 	pthread_mutex_lock(&c->cr_mu);
-	if (how == MW_CR_RESTART)
+	if (how == MW_CR_RESTART) {
 		mw_seg_restarted(c);
+		/* The peers were restored too and publish their new start
+		 * times when their own restart runs: judge none dead until
+		 * then (bounded by the channel's timeout). */
+		c->live_after = mw_now_ms() + c->timeout_ms;
+	}
 	c->cr_quiesced = false;
 	pthread_mutex_unlock(&c->cr_mu);
 }

@@ -239,6 +239,7 @@ struct mw_smc {
 	int rank, nranks;
 	uint64_t pidns;
 	uint64_t live_ms;	/* last liveness check */
+	uint64_t live_after;	/* none before (grace after a C/R restart) */
 	pid_t peer_pid[MW_SMC_MAX_RANKS];
 	unsigned int timeout_ms;
 	unsigned int flags;

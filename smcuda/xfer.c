@@ -422,7 +422,7 @@ static void check_liveness(struct mw_smc *c)
 {
 	uint64_t now = mw_now_ms();
 
-	if (now - c->live_ms < 2)
+	if (now - c->live_ms < 2 || now < c->live_after)
 		return;
 	c->live_ms = now;
 	for (int i = 0; i < c->nranks; i++)
