@@ -44,13 +44,13 @@
 
 #include "libuser/internal.h"
 
-int mwu_cr_gate;	/* 1 while quiesced: gets wait or fail */
+int mwu_cr_gate; /* 1 while quiesced: gets wait or fail */
 
 static pthread_mutex_t cr_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
-static struct mw_cr_client *clients;	/* newest first; under cr_lock */
-static int quiesced;			/* under cr_lock */
+static struct mw_cr_client *clients; /* newest first; under cr_lock */
+static int quiesced;		     /* under cr_lock */
 static unsigned cr_flags;
 static unsigned cr_timeout_ms = 10000;
 static mw_cr_notify_fn notify_fn = mw_cr_default_notify;
@@ -68,8 +68,9 @@ int mwu_cr_wait(void)
 	int ret = 0;
 
 	if (__atomic_load_n(&cr_flags, __ATOMIC_RELAXED) & MW_CR_F_FAIL)
-		return __atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE) ?
-			       MW_EQUIESCED : 0;
+		return __atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE)
+			       ? MW_EQUIESCED
+			       : 0;
 	pthread_mutex_lock(&gate_lock);
 	while (__atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&gate_cond, &gate_lock);
@@ -160,8 +161,10 @@ MW_API int mw_cr_checkpoint(void)
 	for (p = clients; p; p = p->next) {
 		ret = p->quiesce(p);
 		if (ret) {
-			mwu_log(MWU_LOG_WARN, "checkpoint: a client refused "
-				"to quiesce: %s; resuming", mw_strerror(ret));
+			mwu_log(MWU_LOG_WARN,
+				"checkpoint: a client refused "
+				"to quiesce: %s; resuming",
+				mw_strerror(ret));
 			/* Undo: resume those already quiesced (and p, whose
 			 * quiesce may have done part of its work). */
 			resume_upto(p->next, MW_CR_CONTINUE);
@@ -232,16 +235,21 @@ MW_API int mw_cr_state(void)
 
 	if (ret)
 		return ret;
-	return __atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE) ? MW_CR_CHECKPOINT : 0;
+	return __atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE)
+		       ? MW_CR_CHECKPOINT
+		       : 0;
 }
 
 MW_API int mw_cr_default_notify(enum mw_cr_phase phase, void *arg)
 {
 	(void)arg;
 	switch (phase) {
-	case MW_CR_CHECKPOINT: return mw_cr_checkpoint();
-	case MW_CR_CONTINUE: return mw_cr_continue();
-	case MW_CR_RESTART: return mw_cr_restart();
+	case MW_CR_CHECKPOINT:
+		return mw_cr_checkpoint();
+	case MW_CR_CONTINUE:
+		return mw_cr_continue();
+	case MW_CR_RESTART:
+		return mw_cr_restart();
 	}
 	return MW_EINVAL;
 }

@@ -23,7 +23,7 @@
 #include "libuser/internal.h"
 
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
-static int pipefd[2] = { -1, -1 };
+static int pipefd[2] = {-1, -1};
 static int sig_no;
 static pthread_t sig_thread;
 static char status_path[PATH_MAX];
@@ -44,7 +44,7 @@ static unsigned long long start_time(void)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	p = strrchr(buf, ')');	/* the name may hold spaces */
+	p = strrchr(buf, ')'); /* the name may hold spaces */
 	for (i = 2; p && i < 22; i++)
 		p = strchr(p + 1, ' ');
 	if (p)
@@ -77,7 +77,8 @@ static void write_status(const char *what, int ret)
 	if (fd < 0)
 		return;
 	if (write(fd, line, (size_t)n) != n)
-		mwu_log(MWU_LOG_WARN, "C/R status %s: short write", status_path);
+		mwu_log(MWU_LOG_WARN, "C/R status %s: short write",
+			status_path);
 	close(fd);
 }
 
@@ -94,22 +95,24 @@ static void *sig_main(void *unused)
 		int ret;
 
 		if (n < 0 && errno == EINTR)
-			continue;	/* CRIU's seize interrupts the read */
+			continue; /* CRIU's seize interrupts the read */
 		if (n != sizeof(v))
 			break;
 		if (v < 0)
-			break;		/* mw_cr_signal(0): stop */
+			break; /* mw_cr_signal(0): stop */
 		if (v >= MW_CR_CHECKPOINT && v <= MW_CR_RESTART)
 			ph = (enum mw_cr_phase)v;
 		else if (mw_cr_state() != MW_CR_CHECKPOINT)
 			ph = MW_CR_CHECKPOINT;
 		else
-			ph = start_time() != ck_start ? MW_CR_RESTART : MW_CR_CONTINUE;
+			ph = start_time() != ck_start ? MW_CR_RESTART
+						      : MW_CR_CONTINUE;
 		if (ph == MW_CR_CHECKPOINT)
 			ck_start = start_time();
 		ret = mw_cr_notify(ph);
-		name = ph == MW_CR_CHECKPOINT ? "checkpoint" :
-		       ph == MW_CR_CONTINUE ? "continue" : "restart";
+		name = ph == MW_CR_CHECKPOINT ? "checkpoint"
+		       : ph == MW_CR_CONTINUE ? "continue"
+					      : "restart";
 		mwu_log(MWU_LOG_INFO, "signal: %s: %s", name, mw_strerror(ret));
 		write_status(name, ret);
 	}

@@ -31,7 +31,7 @@ static int quiesce(struct mw_cr_client *cl)
 	mw_ring_drain(c);
 	for (int i = 0; i < c->nranks; i++)
 		if (i != c->rank)
-			mw_hc_purge(c, &c->ep[i], true);	/* ring empty: idle */
+			mw_hc_purge(c, &c->ep[i], true); /* ring empty: idle */
 	c->cr_quiesced = true;
 	pthread_mutex_unlock(&c->cr_mu);
 	return 0;

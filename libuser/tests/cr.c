@@ -37,14 +37,14 @@
 #include "mmuwatch/mmuwatch.h"
 #include "rcache/tests/subtest.h"
 
-#define PG 4096UL
-#define NTHR 4
-#define NBUF 8			/* per thread */
+#define PG    4096UL
+#define NTHR  4
+#define NBUF  8 /* per thread */
 #define BUFSZ (4 * PG)
 
 static atomic_ulong nreg, ndereg;
-static unsigned char *arena;		/* NTHR * NBUF buffers */
-static atomic_uint life[NTHR * NBUF];	/* bumped when pages are replaced */
+static unsigned char *arena;	      /* NTHR * NBUF buffers */
+static atomic_uint life[NTHR * NBUF]; /* bumped when pages are replaced */
 
 static int t_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 {
@@ -54,7 +54,8 @@ static int t_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 	r->user[0] = atomic_load(&nreg);
 	if (arena && (unsigned char *)addr >= arena &&
 	    (unsigned char *)addr < arena + NTHR * NBUF * BUFSZ)
-		r->user[1] = atomic_load(&life[((unsigned char *)addr - arena) / BUFSZ]);
+		r->user[1] = atomic_load(
+			&life[((unsigned char *)addr - arena) / BUFSZ]);
 	return 0;
 }
 
@@ -65,11 +66,11 @@ static void t_dereg(void *ctx, struct mw_region *r)
 	atomic_fetch_add(&ndereg, 1);
 }
 
-static const struct mw_reg_ops ops = { .reg = t_reg, .dereg = t_dereg };
+static const struct mw_reg_ops ops = {.reg = t_reg, .dereg = t_dereg};
 
 static struct mw_rcache *mkcache(void)
 {
-	struct mw_rcache_params p = { .ops = &ops };
+	struct mw_rcache_params p = {.ops = &ops};
 	struct mw_rcache *rc = NULL;
 
 	if (mw_init() || mw_rcache_create(&p, &rc))
@@ -126,9 +127,10 @@ static int t_phases(void)
 	CHECK(ret == 0, "checkpoint: %s", mw_strerror(ret));
 	mw_rcache_stats(rc, &st);
 	CHECK(st.regions == 0 && st.busy_regions == 0 &&
-	      atomic_load(&nreg) == atomic_load(&ndereg),
+		      atomic_load(&nreg) == atomic_load(&ndereg),
 	      "every registration deregistered (%lu regs, %lu deregs, %llu "
-	      "regions)", atomic_load(&nreg), atomic_load(&ndereg),
+	      "regions)",
+	      atomic_load(&nreg), atomic_load(&ndereg),
 	      (unsigned long long)st.regions);
 	CHECK(device_fds() == 0, "no /dev/mmuwatch fd while quiesced");
 	CHECK(mw_cr_state() == MW_CR_CHECKPOINT, "state: quiesced");
@@ -141,7 +143,8 @@ static int t_phases(void)
 	if (src == MW_SOURCE_KERNEL)
 		CHECK(device_fds() == 1, "device reopened");
 	ret = mw_rcache_get(rc, buf, PG, 0, &r);
-	CHECK(ret == 0 && r->user[0] > first, "get after continue registers "
+	CHECK(ret == 0 && r->user[0] > first,
+	      "get after continue registers "
 	      "afresh (reg #%llu, before #%llu)",
 	      ret ? 0ULL : (unsigned long long)r->user[0],
 	      (unsigned long long)first);
@@ -159,10 +162,11 @@ static int t_phases(void)
 	CHECK(mw_cr_checkpoint() == 0, "checkpoint again");
 	CHECK(mw_cr_restart() == 0, "restart");
 	ret = mw_rcache_get(rc, buf, PG, 0, &r);
-	CHECK(ret == 0 && r->user[0] > first, "get after restart registers afresh");
+	CHECK(ret == 0 && r->user[0] > first,
+	      "get after restart registers afresh");
 	if (!ret)
 		mw_rcache_put(rc, r);
-	unsigned long long n[4] = { 0 };
+	unsigned long long n[4] = {0};
 
 	for (int p = MW_CR_CHECKPOINT; p <= MW_CR_RESTART; p++)
 		mw_cr_count(p, &n[p]);
@@ -191,12 +195,15 @@ static int t_replace(void)
 	CHECK(rc != NULL, "cache");
 	CHECK(mw_cr_set_notify(runtime_notify, (void *)0x5a, &prev_fn,
 			       &prev_arg) == 0 &&
-	      prev_fn == mw_cr_default_notify, "replace the default handler");
+		      prev_fn == mw_cr_default_notify,
+	      "replace the default handler");
 	CHECK(mw_cr_notify(MW_CR_CHECKPOINT) == 0 && calls[1] == 1 &&
-	      mw_cr_state() == MW_CR_CHECKPOINT, "notify runs the runtime's "
+		      mw_cr_state() == MW_CR_CHECKPOINT,
+	      "notify runs the runtime's "
 	      "handler, which runs the library's checkpoint");
 	CHECK(mw_cr_notify(MW_CR_RESTART) == 0 && calls[3] == 1 &&
-	      mw_cr_state() == 0, "restart through it");
+		      mw_cr_state() == 0,
+	      "restart through it");
 	CHECK(mw_cr_notify(7) == MW_EINVAL, "unknown phase: MW_EINVAL");
 	CHECK(mw_cr_set_notify(NULL, NULL, NULL, NULL) == 0, "default back");
 	CHECK(mw_cr_notify(MW_CR_CHECKPOINT) == 0 && calls[1] == 1,
@@ -220,9 +227,10 @@ static int t_busy(void)
 	CHECK(mw_rcache_get(rc, buf, PG, 0, &r) == 0, "get, held");
 	t0 = sub_now();
 	ret = mw_cr_checkpoint();
-	CHECK(ret == MW_EBUSY, "checkpoint with a registration held: "
-	      "MW_EBUSY after %.0f ms (%s)", (sub_now() - t0) * 1e3,
-	      mw_strerror(ret));
+	CHECK(ret == MW_EBUSY,
+	      "checkpoint with a registration held: "
+	      "MW_EBUSY after %.0f ms (%s)",
+	      (sub_now() - t0) * 1e3, mw_strerror(ret));
 	CHECK(mw_cr_state() == 0, "not quiesced after the failure");
 	CHECK(mw_rcache_put(rc, r) == 0, "put");
 	CHECK(mw_cr_checkpoint() == 0, "checkpoint once it is put");
@@ -259,8 +267,10 @@ static int t_block(void)
 	CHECK(!atomic_load(&blocked_done), "get blocks while quiesced");
 	CHECK(mw_cr_continue() == 0, "continue");
 	pthread_join(th, NULL);
-	CHECK(blocked_done && blocked_ret == 0, "blocked get returns after "
-	      "continue: %s", mw_strerror(blocked_ret));
+	CHECK(blocked_done && blocked_ret == 0,
+	      "blocked get returns after "
+	      "continue: %s",
+	      mw_strerror(blocked_ret));
 	CHECK(mw_rcache_destroy(rc) == 0, "destroy");
 	mw_finalize();
 	return sub_failed;
@@ -319,7 +329,7 @@ static void *worker(void *arg)
 			atomic_fetch_add(&stale, 1);
 		if (!verify(p, seed[b]))
 			atomic_fetch_add(&bad_bytes, 1);
-		fill(p, ++seed[b]);	/* the "transfer" into the region */
+		fill(p, ++seed[b]); /* the "transfer" into the region */
 		mw_rcache_put(lrc, r);
 	}
 	return NULL;
@@ -369,7 +379,8 @@ static int load(int control)
 	if (mw_init() || mw_source() == MW_SOURCE_NONE)
 		SKIP("source none: nothing is cached, nothing to go stale");
 	if (control && mw_source() != MW_SOURCE_HOOKS)
-		SKIP("the restore model (raw mmap) is seen by the kernel source; "
+		SKIP("the restore model (raw mmap) is seen by the kernel "
+		     "source; "
 		     "its negative control is CRIU's refusal (vm/tests.d)");
 	skip_quiesce = control;
 	arena = mmap(NULL, NTHR * NBUF * BUFSZ, PROT_READ | PROT_WRITE,
@@ -392,20 +403,22 @@ static int load(int control)
 	for (int i = 0; i < NTHR; i++)
 		pthread_join(th[i], NULL);
 	printf("# %s: %lu gets, %lu stale hits, %lu buffers with wrong bytes, "
-	       "%d failed phases\n", control ? "no quiesce" : "quiesce",
-	       atomic_load(&gets), atomic_load(&stale), atomic_load(&bad_bytes),
-	       fails);
+	       "%d failed phases\n",
+	       control ? "no quiesce" : "quiesce", atomic_load(&gets),
+	       atomic_load(&stale), atomic_load(&bad_bytes), fails);
 	CHECK(atomic_load(&bad_bytes) == 0, "every byte as written before "
-	      "each checkpoint");
+					    "each checkpoint");
 	mw_cr_set_notify(NULL, NULL, NULL, NULL);
 	CHECK(mw_rcache_destroy(lrc) == 0, "destroy");
 	mw_finalize();
 	if (control)
-		CHECK(atomic_load(&stale) > 0, "negative control: without the "
+		CHECK(atomic_load(&stale) > 0,
+		      "negative control: without the "
 		      "quiesce the cache hands out stale registrations");
 	else
 		CHECK(atomic_load(&stale) == 0 && fails == 0 &&
-		      atomic_load(&gets) > 100, "quiesce under load: 0 stale "
+			      atomic_load(&gets) > 100,
+		      "quiesce under load: 0 stale "
 		      "hits in 20 checkpoint/restarts");
 	return sub_failed;
 }
@@ -447,7 +460,7 @@ static int t_signal(void)
 {
 	struct mw_rcache *rc = mkcache();
 	char path[64];
-	union sigval v = { .sival_int = MW_CR_RESTART };
+	union sigval v = {.sival_int = MW_CR_RESTART};
 
 	snprintf(path, sizeof(path), "/tmp/mwt-cr-%d", (int)getpid());
 	unlink(path);
@@ -455,7 +468,8 @@ static int t_signal(void)
 	CHECK(mw_cr_signal(SIGUSR2, path) == 0, "signal mode on SIGUSR2");
 	kill(getpid(), SIGUSR2);
 	CHECK(wait_status(path, "checkpoint 0\n") &&
-	      mw_cr_state() == MW_CR_CHECKPOINT, "kill: checkpoint");
+		      mw_cr_state() == MW_CR_CHECKPOINT,
+	      "kill: checkpoint");
 	kill(getpid(), SIGUSR2);
 	CHECK(wait_status(path, "continue 0\n") && mw_cr_state() == 0,
 	      "kill again, same task: continue");
@@ -473,13 +487,13 @@ static int t_signal(void)
 int main(int argc, char **argv)
 {
 	static const struct subtest t[] = {
-		{ "phases", t_phases, { NULL } },
-		{ "replace", t_replace, { NULL } },
-		{ "busy", t_busy, { NULL } },
-		{ "block", t_block, { NULL } },
-		{ "load", t_load, { NULL } },
-		{ "load_control", t_load_control, { NULL } },
-		{ "signal", t_signal, { NULL } },
+		{"phases", t_phases, {NULL}},
+		{"replace", t_replace, {NULL}},
+		{"busy", t_busy, {NULL}},
+		{"block", t_block, {NULL}},
+		{"load", t_load, {NULL}},
+		{"load_control", t_load_control, {NULL}},
+		{"signal", t_signal, {NULL}},
 	};
 
 	return sub_main(argc, argv, t, sizeof(t) / sizeof(t[0]));

@@ -42,8 +42,8 @@
 #include "mmuwatch/mmuwatch.h"
 #include "mmuwatch/smcuda.h"
 
-#define PG 4096UL
-#define NBUF 16
+#define PG    4096UL
+#define NBUF  16
 #define BUFSZ (16 * PG)
 
 static struct ibv_context *ctx;
@@ -115,7 +115,8 @@ static void app_resume(struct mw_cr_client *c, enum mw_cr_phase how)
 }
 
 static struct mw_cr_client app_client = {
-	.quiesce = app_quiesce, .resume = app_resume,
+	.quiesce = app_quiesce,
+	.resume = app_resume,
 };
 
 static void pfns(uintptr_t va, size_t n, uint64_t *pf)
@@ -136,8 +137,9 @@ static int reg(void *c, void *addr, size_t len, struct mw_region *r)
 	(void)c;
 	if (!pd)
 		return MW_EREG;
-	mr = ibv_reg_mr(pd, addr, len, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	mr = ibv_reg_mr(pd, addr, len,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ);
 	if (!mr)
 		return MW_EREG;
 	pf = malloc(len / PG * 8);
@@ -145,7 +147,7 @@ static int reg(void *c, void *addr, size_t len, struct mw_region *r)
 		ibv_dereg_mr(mr);
 		return MW_ENOMEM;
 	}
-	pfns((uintptr_t)addr, len / PG, pf);	/* pinned now: these frames */
+	pfns((uintptr_t)addr, len / PG, pf); /* pinned now: these frames */
 	r->handle = mr;
 	r->lkey = mr->lkey;
 	r->rkey = mr->rkey;
@@ -201,11 +203,14 @@ static void *channel_thread(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct mw_reg_ops ops = { .reg = reg, .dereg = dereg };
-	struct mw_rcache_params p = { .ops = &ops };
+	struct mw_reg_ops ops = {.reg = reg, .dereg = dereg};
+	struct mw_rcache_params p = {.ops = &ops};
 	struct mw_smc_config cfg = {
-		.size = sizeof(cfg), .dir = "/tmp", .nranks = 2,
-		.timeout_ms = 600000, .flags = MW_SMC_F_NO_CUDA,
+		.size = sizeof(cfg),
+		.dir = "/tmp",
+		.nranks = 2,
+		.timeout_ms = 600000,
+		.flags = MW_SMC_F_NO_CUDA,
 	};
 	struct mw_smc *ch[2];
 	struct mw_rcache *rc;
@@ -267,7 +272,8 @@ int main(int argc, char **argv)
 		gets++;
 		/* Regions cover whole pages; ours are exactly the buffer. */
 		pfns((uintptr_t)r->addr, r->len / PG, now_pf);
-		if (memcmp(now_pf, (void *)(uintptr_t)r->user[0], r->len / PG * 8))
+		if (memcmp(now_pf, (void *)(uintptr_t)r->user[0],
+			   r->len / PG * 8))
 			atomic_fetch_add(&stale, 1);
 		if (!check(b, seed[i]))
 			err("buffer %d lost its bytes", i);
@@ -299,13 +305,15 @@ int main(int argc, char **argv)
 	inval_after = s.inval_kernel - inval_at_resume;
 	f = fopen(argv[3], "w");
 	if (f) {
-		fprintf(f, "gets %lu stale %lu errors %lu msgs %lu resumes %lu "
-			"gets_after_resume %lu inval_after_resume %llu source %s%s%s\n",
+		fprintf(f,
+			"gets %lu stale %lu errors %lu msgs %lu resumes %lu "
+			"gets_after_resume %lu inval_after_resume %llu source "
+			"%s%s%s\n",
 			gets, atomic_load(&stale), atomic_load(&errors),
 			atomic_load(&msgs), atomic_load(&resumes), gets_after,
 			(unsigned long long)inval_after,
-			mw_source_name(mw_source()), errtxt[0] ? " error: " : "",
-			errtxt);
+			mw_source_name(mw_source()),
+			errtxt[0] ? " error: " : "", errtxt);
 		fclose(f);
 	}
 	mw_cr_signal(0, NULL);

@@ -26,7 +26,7 @@
 #include "mmuwatch/smcuda.h"
 #include "rcache/tests/subtest.h"
 
-#define PG 4096UL
+#define PG   4096UL
 #define NBUF 8
 
 static atomic_ulong nreg, ndereg;
@@ -95,22 +95,29 @@ static long vm_kib(void)
 #define VM_SLACK_KIB 1024
 
 struct life {
-	int n;			/* life number */
-	int leak;		/* negative control: leak an fd and a mapping */
-	int err;		/* first failure, 0 if none */
+	int n;	  /* life number */
+	int leak; /* negative control: leak an fd and a mapping */
+	int err;  /* first failure, 0 if none */
 	char what[160];
 };
 
-#define LFAIL(l, ...) do { if (!(l)->err) { (l)->err = 1; \
-	snprintf((l)->what, sizeof((l)->what), __VA_ARGS__); } } while (0)
+#define LFAIL(l, ...)                                                          \
+	do {                                                                   \
+		if (!(l)->err) {                                               \
+			(l)->err = 1;                                          \
+			snprintf((l)->what, sizeof((l)->what), __VA_ARGS__);   \
+		}                                                              \
+	} while (0)
 
 /* Two ranks of one job in this process, one host message each way. */
 static void use_channels(struct life *l)
 {
-	struct mw_smc *c[2] = { NULL, NULL };
+	struct mw_smc *c[2] = {NULL, NULL};
 	char job[64], in[64] = "", out[64];
 	struct mw_smc_config cfg = {
-		.size = sizeof(cfg), .nranks = 2, .timeout_ms = 5000,
+		.size = sizeof(cfg),
+		.nranks = 2,
+		.timeout_ms = 5000,
 		.flags = MW_SMC_F_NO_CUDA,
 	};
 	int r;
@@ -121,7 +128,8 @@ static void use_channels(struct life *l)
 		cfg.rank = i;
 		r = mw_smc_open(&cfg, &c[i]);
 		if (r) {
-			LFAIL(l, "life %d: mw_smc_open rank %d: %d", l->n, i, r);
+			LFAIL(l, "life %d: mw_smc_open rank %d: %d", l->n, i,
+			      r);
 			goto out;
 		}
 	}
@@ -140,8 +148,8 @@ out:
 static void *one_life(void *arg)
 {
 	struct life *l = arg;
-	struct mw_reg_ops ops = { .reg = t_reg, .dereg = t_dereg };
-	struct mw_rcache_params p = { .ops = &ops };
+	struct mw_reg_ops ops = {.reg = t_reg, .dereg = t_dereg};
+	struct mw_rcache_params p = {.ops = &ops};
 	struct mw_rcache *rc = NULL;
 	struct mw_region *reg;
 	char *buf;
@@ -163,7 +171,8 @@ static void *one_life(void *arg)
 		for (int i = 0; i < NBUF; i++) {
 			r = mw_rcache_get(rc, buf + i * PG, PG, 0, &reg);
 			if (r) {
-				LFAIL(l, "life %d: get: %s", l->n, mw_strerror(r));
+				LFAIL(l, "life %d: get: %s", l->n,
+				      mw_strerror(r));
 				goto destroy;
 			}
 			mw_rcache_put(rc, reg);
@@ -175,7 +184,8 @@ static void *one_life(void *arg)
 		if (!mw_rcache_get(rc, buf, PG, 0, &reg)) {
 			mw_rcache_put(rc, reg);
 			if (atomic_load(&nreg) != before)
-				LFAIL(l, "life %d: cached region not hit", l->n);
+				LFAIL(l, "life %d: cached region not hit",
+				      l->n);
 		}
 		/* New pages at the same address: must register afresh. */
 		mmap(buf, PG, PROT_READ | PROT_WRITE,
@@ -183,9 +193,10 @@ static void *one_life(void *arg)
 		if (!mw_rcache_get(rc, buf, PG, 0, &reg)) {
 			mw_rcache_put(rc, reg);
 			if (atomic_load(&nreg) == before)
-				LFAIL(l, "life %d: stale registration after "
-				      "MAP_FIXED (source %s)", l->n,
-				      mw_source_name(mw_source()));
+				LFAIL(l,
+				      "life %d: stale registration after "
+				      "MAP_FIXED (source %s)",
+				      l->n, mw_source_name(mw_source()));
 		}
 	}
 	use_channels(l);
@@ -204,8 +215,8 @@ fin:
 		int fd = open("/dev/zero", O_RDWR);
 
 		mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
-		mmap(NULL, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
-		     MAP_NORESERVE, -1, 0);
+		mmap(NULL, 1 << 20, PROT_READ,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	}
 	return NULL;
 }
@@ -217,7 +228,7 @@ static int cycles(int n, int warm, int leak)
 	long vm0 = 0;
 
 	for (int i = 0; i < n; i++) {
-		struct life l = { .n = i, .leak = leak };
+		struct life l = {.n = i, .leak = leak};
 		pthread_t th;
 
 		/* Any thread: the main one, or a new one per life. */
@@ -242,10 +253,11 @@ static int cycles(int n, int warm, int leak)
 	    thr1 = count_dir("/proc/self/task");
 	long vm1 = vm_kib();
 
-	printf("# %d lives: fds %d -> %d, maps lines %d -> %d, threads %d -> %d, "
-	       "VmSize %ld -> %ld KiB (regs %lu deregs %lu)\n", n, fd0, fd1,
-	       maps0, maps1, thr0, thr1, vm0, vm1, atomic_load(&nreg),
-	       atomic_load(&ndereg));
+	printf("# %d lives: fds %d -> %d, maps lines %d -> %d, threads %d -> "
+	       "%d, "
+	       "VmSize %ld -> %ld KiB (regs %lu deregs %lu)\n",
+	       n, fd0, fd1, maps0, maps1, thr0, thr1, vm0, vm1,
+	       atomic_load(&nreg), atomic_load(&ndereg));
 	bad = fd1 != fd0 || maps1 != maps0 || thr1 != thr0 ||
 	      vm1 > vm0 + VM_SLACK_KIB;
 	return bad;
@@ -258,11 +270,11 @@ static int t_cycles(void)
 	int n = e && atoi(e) > 8 ? atoi(e) : 200;
 	int bad = cycles(n, 4, 0);
 
-	CHECK(bad == 0, "%d init/finalize lives: no fd, mapping or thread grows",
-	      n);
+	CHECK(bad == 0,
+	      "%d init/finalize lives: no fd, mapping or thread grows", n);
 	CHECK(atomic_load(&nreg) == atomic_load(&ndereg),
-	      "every registration deregistered (%lu/%lu)",
-	      atomic_load(&nreg), atomic_load(&ndereg));
+	      "every registration deregistered (%lu/%lu)", atomic_load(&nreg),
+	      atomic_load(&ndereg));
 	return sub_failed;
 }
 
@@ -271,7 +283,7 @@ static int t_leak_control(void)
 	int bad = cycles(12, 4, 1);
 
 	CHECK(bad == 1, "negative control: a leaked fd and mapping per life "
-	      "are seen by the counters");
+			"are seen by the counters");
 	return sub_failed;
 }
 
@@ -301,8 +313,10 @@ static int t_order(void)
 	CHECK(r == MW_EFINALIZED, "mw_finalize twice: MW_EFINALIZED (%s)",
 	      mw_strerror(r));
 	r = mw_watch_add(&w, page, PG, NULL, NULL);
-	CHECK(r == MW_EFINALIZED, "calls after finalize: MW_EFINALIZED, no "
-	      "implicit reopen (%s)", mw_strerror(r));
+	CHECK(r == MW_EFINALIZED,
+	      "calls after finalize: MW_EFINALIZED, no "
+	      "implicit reopen (%s)",
+	      mw_strerror(r));
 	CHECK(mw_cr_checkpoint() == MW_EFINALIZED, "checkpoint after finalize");
 	CHECK(mw_init() == 0, "mw_init reopens");
 	if (mw_source() != MW_SOURCE_NONE) {
@@ -322,9 +336,9 @@ static int t_order(void)
 int main(int argc, char **argv)
 {
 	static const struct subtest t[] = {
-		{ "order", t_order, { NULL } },
-		{ "cycles", t_cycles, { NULL } },
-		{ "leak_control", t_leak_control, { NULL } },
+		{"order", t_order, {NULL}},
+		{"cycles", t_cycles, {NULL}},
+		{"leak_control", t_leak_control, {NULL}},
 	};
 
 	return sub_main(argc, argv, t, sizeof(t) / sizeof(t[0]));
