@@ -160,6 +160,8 @@ MWU_HIDDEN long mwr_busy(const struct mwr_region *r);
 MWU_HIDDEN void mwr_refs_init(void);
 MWU_HIDDEN void mwr_requeue(struct mwr_region *r, uint64_t gen);
 MWU_HIDDEN void mwr_refs_atfork_child(void);
+/* C/R restart: register membarrier again (a restored mm lost it). */
+MWU_HIDDEN void mwr_refs_restarted(void);
 
 /* Is p the pub of a region (without trusting it)? In the carved part of
  * the pool range, so readable; at a region's pub offset; self-check. */

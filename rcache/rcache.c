@@ -461,11 +461,13 @@ static int cr_quiesce(struct mw_cr_client *c)
 }
 
 /* Continue or restart: the cache is empty; it fills again from the new
- * source's watches. Nothing of the old life is left to drop. */
+ * source's watches. Nothing of the old life is left to drop but the
+ * kernel state a restore does not bring back (membarrier, refs.c). */
 static void cr_resume(struct mw_cr_client *c, enum mw_cr_phase how)
 {
 	(void)c;
-	(void)how;
+	if (how == MW_CR_RESTART)
+		mwr_refs_restarted();
 }
 
 static size_t memlock_limit(void)

@@ -23,6 +23,12 @@ static bool global_ranks_ok(const struct mw_smc_config *cfg)
 {
 	if (!cfg->global_ranks)
 		return true;
+	for (int i = 0; i < cfg->nranks; i++) {
+		/* The start-up record holds mws_rank_t (16-bit unless built
+		 * with MW_SMC_RANK32=1). */
+		if ((mws_rank_t)cfg->global_ranks[i] != cfg->global_ranks[i])
+			return false;
+	}
 	for (int i = 0; i < cfg->nranks; i++)
 		for (int j = 0; j < i; j++)
 			if (cfg->global_ranks[i] == cfg->global_ranks[j])

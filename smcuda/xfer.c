@@ -457,7 +457,7 @@ int mw_progress(struct mw_smc *c)
 
 static int progress_locked(struct mw_smc *c)
 {
-	atomic_fetch_add_explicit(&c->hdr->rank[c->rank].heartbeat, 1,
+	atomic_fetch_add_explicit(&c->hdr->beat[c->rank].v, 1,
 				  memory_order_relaxed);
 	for (int i = 0; i < c->nranks; i++) {
 		struct mw_ep *ep = &c->ep[i];

@@ -1221,6 +1221,26 @@ static void claim_and_global_ranks(const struct mw_smc_config *base)
 	cfg.global_ranks = dup;
 	CHECK(mw_smc_open(&cfg, &x) == -EINVAL, "duplicate global_ranks");
 	CHECK(!seg_exists(job), "rejected before creating anything");
+	{
+		/* The start-up record holds 16-bit ranks (32 with the
+		 * MW_SMC_RANK32=1 build): a larger one is refused, never cut. */
+		int big[2] = { 40, 70000 };
+		char bjob[80];
+		int e;
+
+		snprintf(bjob, sizeof(bjob), "t-%d-big", (int)getpid());
+		cfg.job = bjob;
+		cfg.global_ranks = big;
+		e = mw_smc_open(&cfg, &x);
+		cfg.job = job;
+#ifdef MW_SMC_RANK32
+		CHECK(e == 0, "32-bit build: global rank 70000 accepted");
+		if (!e)
+			mw_smc_close(x);
+#else
+		CHECK(e == -EINVAL, "global rank 70000 does not fit 16 bits");
+#endif
+	}
 	cfg.global_ranks = g;
 	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0");
 	cfg.rank = 1;
