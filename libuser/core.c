@@ -196,58 +196,97 @@ int mwu_ready_slow(void)
 
 	if (st == MWU_READY)
 		return 0;
-	if (st == MWU_FINALIZED)
-		return MW_EFINALIZED;
+	/* Only the first life starts implicitly: after mw_finalize() a stray
+	 * call must not silently reopen (only mw_init() does). */
+	if (st != MWU_UNINIT && st != MWU_INITING)
+		return init_error ? init_error : MW_EFINALIZED;
 	return mw_init();
+}
+
+/* Open the library once more (first life, or after mw_finalize() or a
+ * failed init): choose the source afresh, restart the helper if caches
+ * survived the close. Called with the state won as MWU_INITING. */
+static int open_life(void)
+{
+	static int atfork_done;
+
+	mwu_core.log_level = mwu_log_level_from_env();
+	const char *h = getenv("MMUWATCH_HELPER");
+
+	mwu_core.helper_enabled = !(h && !strcmp(h, "0"));
+	init_error = choose_source();
+	if (!init_error && !atfork_done) {
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+		atfork_done = 1;
+	}
+	if (!init_error)
+		mwu_log(MWU_LOG_INFO, "source %s (%s)",
+			mw_source_name(mwu_core.source), mwu_core.reason);
+	/* A failed init stays failed until the next explicit mw_init(). */
+	__atomic_store_n(&mwu_core.state, init_error ? MWU_FINALIZED : MWU_READY,
+			 __ATOMIC_RELEASE);
+	if (!init_error) {
+		mwu_guard_check();
+		mwu_neighbours_check(1);
+		mwu_cr_opened();
+		if (mwu_sinks_any())
+			mwu_helper_start();
+	}
+	return init_error;
 }
 
 MW_API int mw_init(void)
 {
-	static int atfork_done;
-	int st = MWU_UNINIT;
+	int st, waited = 0;
 
-	if (__atomic_compare_exchange_n(&mwu_core.state, &st, MWU_INITING, 0,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		mwu_core.log_level = mwu_log_level_from_env();
-		const char *h = getenv("MMUWATCH_HELPER");
-
-		mwu_core.helper_enabled = !(h && !strcmp(h, "0"));
-		init_error = choose_source();
-		if (!init_error && !atfork_done) {
-			pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-			atfork_done = 1;
+	for (;;) {
+		st = __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE);
+		if (st == MWU_READY)
+			return 0;	/* idempotent: constructors, implicit init */
+		/* We waited for another thread's open, which failed: the same
+		 * answer for every caller of that attempt. */
+		if (waited && st == MWU_FINALIZED)
+			return init_error ? init_error : MW_EFINALIZED;
+		if ((st == MWU_UNINIT || st == MWU_FINALIZED) &&
+		    __atomic_compare_exchange_n(&mwu_core.state, &st, MWU_INITING,
+						0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return open_life();
+		/* Another thread is opening or closing: wait (no allocation). */
+		if (st == MWU_INITING || st == MWU_FINALIZING) {
+			waited = st == MWU_INITING;
+			sched_yield();
 		}
-		if (!init_error)
-			mwu_log(MWU_LOG_INFO, "source %s (%s)",
-				mw_source_name(mwu_core.source), mwu_core.reason);
-		/* A failed init stays failed: same answer for every caller. */
-		__atomic_store_n(&mwu_core.state,
-				 init_error ? MWU_FINALIZED : MWU_READY,
-				 __ATOMIC_RELEASE);
-		if (!init_error) {
-			mwu_guard_check();
-			mwu_neighbours_check(1);
-		}
-		return init_error;
 	}
-	/* Another thread is initialising: wait for it (no allocation). */
-	while ((st = __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE)) ==
-	       MWU_INITING)
-		sched_yield();
-	if (st == MWU_FINALIZED)
-		return init_error ? init_error : MW_EFINALIZED;
-	return 0;
 }
 
 MW_API int mw_finalize(void)
 {
-	int ret = mwu_ready();
+	int st = MWU_READY;
 
-	if (ret)
-		return ret;
+	if (!__atomic_compare_exchange_n(&mwu_core.state, &st, MWU_FINALIZING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Out of order: never opened, or closed already / closing. */
+		if (st == MWU_FINALIZED)
+			return MW_EFINALIZED;
+		return MW_ESTATE;
+	}
+	mwu_cr_signal_stop();
 	mwu_helper_stop();
+	/* A checkpoint in effect ends here: its gated gets fail. */
+	mwu_cr_closing();
 	pthread_mutex_lock(&mwu_core.lock);
+	/* FINALIZED before the close: kernel.c leaves readable placeholder
+	 * words for hits still running on other threads. */
 	__atomic_store_n(&mwu_core.state, MWU_FINALIZED, __ATOMIC_RELEASE);
+	mwu_source_close();
+	pthread_mutex_unlock(&mwu_core.lock);
+	return 0;
+}
+
+/* Close the active source (core lock held): finalize and checkpoint. */
+void mwu_source_close(void)
+{
 	if (mwu_core.source == MW_SOURCE_KERNEL)
 		mwu_kernel_close();
 	else if (mwu_core.source == MW_SOURCE_HOOKS) {
@@ -255,8 +294,14 @@ MW_API int mw_finalize(void)
 		mwu_guard_attach(0);
 		mwu_soft_close();
 	}
-	pthread_mutex_unlock(&mwu_core.lock);
-	return 0;
+	use_none("closed");
+}
+
+/* Choose and open a source afresh (core lock held): C/R continue and
+ * restart. 0 or the error of a forced source. */
+int mwu_source_reopen(void)
+{
+	return choose_source();
 }
 
 MW_API enum mw_source mw_source(void)
@@ -312,6 +357,10 @@ MW_API const char *mw_strerror(int err)
 	case MW_EDEVICE: return "/dev/mmuwatch error";
 	case MW_ENOSPC: return "no free watch slot";
 	case MW_ECALLBACKS: return "too many release callbacks";
+	case MW_ESTATE: return "call out of order (mw_finalize without mw_init, "
+			       "or a checkpoint phase out of sequence)";
+	case MW_EQUIESCED: return "quiesced for a checkpoint: try again after "
+				  "continue/restart";
 	}
 	/* Any other errno a system or verbs call returned: its own text
 	 * (static, thread-safe, unlike strerror()). */

@@ -15,7 +15,10 @@
 #define MWU_CACHELINE 64
 
 /* ---- core state (core.c) ---- */
-enum mwu_state { MWU_UNINIT = 0, MWU_INITING, MWU_READY, MWU_FINALIZED };
+/* UNINIT -> INITING -> READY -> FINALIZING -> FINALIZED -> INITING (an
+ * explicit mw_init() reopens; a failed init also ends in FINALIZED). */
+enum mwu_state { MWU_UNINIT = 0, MWU_INITING, MWU_READY, MWU_FINALIZED,
+		 MWU_FINALIZING };
 struct mwu_core {
 	int state;			/* enum mwu_state, atomic */
 	enum mw_source source;
@@ -194,5 +197,29 @@ static inline int mwu_check_range(const void *addr, size_t len)
 		return MW_ERANGE;
 	return 0;
 }
+
+/* ---- close and reopen (core.c), checkpoint/restart (cr.c) ---- */
+/* Core lock held: close the active source (source none afterwards);
+ * choose and open one afresh (0 or the error of a forced source). */
+MWU_HIDDEN void mwu_source_close(void);
+MWU_HIDDEN int mwu_source_reopen(void);
+/* Is any cache registered (sinks.c)? The helper restarts on reopen. */
+MWU_HIDDEN int mwu_sinks_any(void);
+/* 1 while a checkpoint is in effect: gets call mwu_cr_wait(), which
+ * blocks until continue/restart (0, or MW_EFINALIZED when the library
+ * closed meanwhile) or, with MW_CR_F_FAIL, returns MW_EQUIESCED. A cache
+ * tests the gate again under its own lock before it registers: the
+ * quiesce takes that lock after setting the gate. */
+MWU_HIDDEN extern int mwu_cr_gate;
+static inline int mwu_cr_gated(void)
+{
+	return mwu_unlikely(__atomic_load_n(&mwu_cr_gate, __ATOMIC_ACQUIRE));
+}
+MWU_HIDDEN int mwu_cr_wait(void);
+/* How long a client's quiesce waits for busy registrations. */
+MWU_HIDDEN unsigned mwu_cr_timeout_ms(void);
+MWU_HIDDEN void mwu_cr_opened(void);
+MWU_HIDDEN void mwu_cr_closing(void);
+MWU_HIDDEN void mwu_cr_signal_stop(void);
 
 #endif /* MWU_INTERNAL_H */

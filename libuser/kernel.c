@@ -54,25 +54,35 @@ static unsigned env_uint(const char *name, unsigned def)
 	return (*end || !x || x > (1UL << 24)) ? def : (unsigned)x;
 }
 
+/*
+ * Words of a closed context (finalize, checkpoint): another thread may be
+ * in a hit, holding a pointer into them. Private memory reading "invalid"
+ * (odd: never a token) takes their place instead of a hole. One such
+ * placeholder at most: the next open unmaps it (a hit that loaded the
+ * pointer before the close had the whole close/reopen to finish), so
+ * close/reopen cycles do not grow the address space.
+ */
+static void *grave;
+static size_t grave_size;
+
 static void unmap_all(void)
 {
 	if (K.ring)
 		munmap(K.ring, K.info.ring_mmap_size);
-	if (K.words &&
-	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) == MWU_FINALIZED) {
-		/* mw_finalize(): another thread may be in a hit, holding a
-		 * pointer into the words. Put private memory reading "invalid"
-		 * (odd: never a token) in their place instead of a hole. */
+	if (K.words) {
 		void *p = mmap((void *)K.words, K.info.words_mmap_size,
 			       PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 
-		if (p != MAP_FAILED)
+		if (p != MAP_FAILED) {
 			memset(p, 0xff, (size_t)K.info.nr_words * sizeof(uint64_t));
-		else
+			if (grave)
+				munmap(grave, grave_size);
+			grave = p;
+			grave_size = K.info.words_mmap_size;
+		} else {
 			munmap((void *)K.words, K.info.words_mmap_size);
-	} else if (K.words) {
-		munmap((void *)K.words, K.info.words_mmap_size);
+		}
 	}
 	if (K.slots)
 		munmap(K.slots, K.slots_size);
@@ -82,6 +92,8 @@ static void unmap_all(void)
 	K.events = NULL;
 }
 
+static int all_add(void);
+
 int mwu_kernel_open(void)
 {
 	struct mmuwatch_setup su = { 0 };
@@ -89,6 +101,10 @@ int mwu_kernel_open(void)
 	void *p;
 	int fd, err = MW_EDEVICE;
 
+	if (grave) {
+		munmap(grave, grave_size);
+		grave = NULL;
+	}
 	fd = open(MMUWATCH_DEVICE, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;	/* ENOENT: no module; EACCES: device mode */
@@ -143,6 +159,11 @@ int mwu_kernel_open(void)
 		goto fail_unmap;
 	K.slots = p;
 	K.tail = __atomic_load_n(&K.ring->tail, __ATOMIC_RELAXED);
+	/* A new context (fork child, reopen, C/R continue or restart): the
+	 * consumers still asked for every release. */
+	if (K.all_refs && all_add())
+		mwu_log(MWU_LOG_WARN, "whole address-space watch not re-created: "
+			"release callbacks see watched ranges only");
 	return 0;
 fail_unmap:
 	err = -errno;
@@ -179,8 +200,6 @@ void mwu_kernel_close(void)
 	K.fd = -1;
 }
 
-static int all_add(void);
-
 int mwu_kernel_atfork_child(void)
 {
 	int ret;
@@ -188,10 +207,6 @@ int mwu_kernel_atfork_child(void)
 	/* The inherited context belongs to the parent's mm (EBADFD here). */
 	mwu_kernel_close();
 	ret = mwu_kernel_open();
-	/* The child's consumers still asked for every release. */
-	if (!ret && K.all_refs && all_add())
-		mwu_log(MWU_LOG_WARN, "fork child: whole address-space watch "
-			"not re-created: release callbacks see watched ranges only");
 	return ret;
 }
 

@@ -82,3 +82,13 @@ void mwu_sinks_atfork_child(void)
 	for (s = sinks; s; s = s->next)
 		s->atfork_child(s);
 }
+
+int mwu_sinks_any(void)
+{
+	int any;
+
+	pthread_mutex_lock(&sink_lock);
+	any = sinks != NULL;
+	pthread_mutex_unlock(&sink_lock);
+	return any;
+}

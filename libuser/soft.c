@@ -162,14 +162,21 @@ static void *map(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static uint64_t *kept_words;
+
 int mwu_soft_open(void)
 {
 	S.nr = MAX_WATCHES;
 	S.words_size = S.nr * sizeof(uint64_t);
 	S.slots_size = S.nr * sizeof(struct sslot);
 	S.free_size = S.nr * sizeof(uint32_t);
-	S.log = map(LOG_SIZE * sizeof(struct logent));
-	S.words = map(S.words_size);
+	/* Log and words of an earlier life stay mapped (see close): reuse
+	 * them, so that close/reopen cycles do not grow the address space. */
+	if (!S.log)
+		S.log = map(LOG_SIZE * sizeof(struct logent));
+	if (!kept_words)
+		kept_words = map(S.words_size);
+	S.words = kept_words;
 	S.slots = map(S.slots_size);
 	S.free = map(S.free_size);
 	if (!S.log || !S.words || !S.slots || !S.free) {

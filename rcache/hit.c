@@ -213,6 +213,13 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	/* Miss: bounded deferred work first, then look again under the lock. */
 	mwu_progress_round(MWR_DRAIN_PER_CALL, 0);
 	pthread_mutex_lock(&rc->lock);
+	if (mwu_cr_gated()) {
+		/* A checkpoint began: its quiesce takes this lock next. */
+		pthread_mutex_unlock(&rc->lock);
+		ret = mwu_cr_wait();
+		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
+						 (void *)s, e - s, 0, out);
+	}
 	mwr_process_invalid(rc, MWR_DRAIN_PER_CALL);
 	r = mwu_core.source != MW_SOURCE_NONE ? try_hit(rc, s, e, rc) : NULL;
 	if (r)
@@ -261,6 +268,12 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFLAGS;
 	if (rc->forked)
 		return MW_EFORKED;
+	/* Quiesced for a checkpoint: block or fail (one load). */
+	if (mwu_unlikely(mwu_cr_gated())) {
+		ret = mwu_cr_wait();
+		if (ret)
+			return ret;
+	}
 	/* Every get: is caching still safe? (one load, guard.c) */
 	if (mwu_unlikely(!mwr_guaranteed()) &&
 	    !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))

@@ -160,6 +160,8 @@ MWU_HIDDEN long mwr_busy(const struct mwr_region *r);
 MWU_HIDDEN void mwr_refs_init(void);
 MWU_HIDDEN void mwr_requeue(struct mwr_region *r, uint64_t gen);
 MWU_HIDDEN void mwr_refs_atfork_child(void);
+/* C/R restart: register membarrier again (a restored mm lost it). */
+MWU_HIDDEN void mwr_refs_restarted(void);
 
 /* Is p the pub of a region (without trusting it)? In the carved part of
  * the pool range, so readable; at a region's pub offset; self-check. */
@@ -216,6 +218,7 @@ struct mwr_rcache {
 	/* Lock-free stack of invalidated regions. */
 	struct mwr_region *inv __attribute__((aligned(MWU_CACHELINE)));
 	struct mwu_sink sink;
+	struct mw_cr_client cr;	/* checkpoint/restart client (libuser/cr.c) */
 	/* Page-number index, read by every hit (index.c). */
 	struct mwr_index index __attribute__((aligned(MWU_CACHELINE)));
 };

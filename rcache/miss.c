@@ -167,6 +167,12 @@ int mwr_get_uncached(struct mwr_rcache *rc,
 	int ret;
 
 	pthread_mutex_lock(&rc->lock);
+	if (mwu_cr_gated()) {
+		pthread_mutex_unlock(&rc->lock);
+		ret = mwu_cr_wait();
+		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
+						 (void *)s, e - s, 0, out);
+	}
 	/* A library load holds the guarantee down only for its window: what
 	 * is cached stays (the check after the load flushes if a hook was
 	 * lost); any other drop means releases may have gone unseen. */

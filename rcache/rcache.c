@@ -32,10 +32,55 @@
  * neighbours doubles the re-registration cost of every invalidation of
  * either (45 us -> 90 us) to save one 45 us miss on first use.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rcache/internal.h"
+
+/*
+ * Checkpoint: no registration of this cache may outlive it (the restored
+ * process has new pages at the same addresses). Gets are gated already
+ * (libuser/cr.c); a miss that took the lock before us finishes first, one
+ * after us sees the gate under the lock. Deregister every idle region and
+ * the deferred ones, then wait (bounded) until the busy ones are put:
+ * their last put reclaims them. MW_EBUSY if one stays busy.
+ */
+static int cr_quiesce(struct mw_cr_client *c)
+{
+	struct mwr_rcache *rc = (void *)((char *)c - offsetof(struct mwr_rcache, cr));
+	uint64_t deadline = mwr_now_ms() + mwu_cr_timeout_ms();
+
+	pthread_mutex_lock(&rc->lock);
+	for (;;) {
+		mwr_unlink_all(rc);
+		if (!rc->zombies && !rc->transients && !rc->nregions)
+			break;
+		if (mwr_now_ms() >= deadline) {
+			mwu_log(MWU_LOG_WARN, "checkpoint: cache %p: %zu "
+				"registrations still in use", (void *)rc,
+				rc->zombies + rc->transients);
+			pthread_mutex_unlock(&rc->lock);
+			return MW_EBUSY;
+		}
+		pthread_mutex_unlock(&rc->lock);
+		usleep(500);
+		pthread_mutex_lock(&rc->lock);
+	}
+	pthread_mutex_unlock(&rc->lock);
+	return 0;
+}
+
+/* Continue or restart: the cache is empty; it fills again from the new
+ * source's watches. Nothing of the old life is left to drop but the
+ * kernel state a restore does not bring back (membarrier, refs.c). */
+static void cr_resume(struct mw_cr_client *c, enum mw_cr_phase how)
+{
+	(void)c;
+	if (how == MW_CR_RESTART)
+		mwr_refs_restarted();
+}
 
 MW_API int mw_rcache_create(const struct mw_rcache_params *p,
 			    struct mw_rcache **out)
@@ -67,6 +112,9 @@ MW_API int mw_rcache_create(const struct mw_rcache_params *p,
 	rc->hand = &rc->lru;
 	mwr_sink_init(rc);
 	mwu_sink_add(&rc->sink);	/* fork handling needs it in every mode */
+	rc->cr.quiesce = cr_quiesce;
+	rc->cr.resume = cr_resume;
+	mw_cr_client_add(&rc->cr);
 	*out = (struct mw_rcache *)rc;
 	return 0;
 }
@@ -116,6 +164,7 @@ MW_API int mw_rcache_destroy(struct mw_rcache *rc_)
 	}
 	rc->magic = 0;
 	pthread_mutex_unlock(&rc->lock);
+	mw_cr_client_remove(&rc->cr);
 	mwu_sink_remove(&rc->sink);
 	mwr_index_destroy(&rc->index);
 	pthread_mutex_destroy(&rc->lock);

@@ -157,6 +157,31 @@ int mwr_barrier(void)
 	return -1;
 }
 
+/*
+ * C/R restart (rcache.c's client): a restored process is a new mm to the
+ * kernel, and the membarrier registration is not restored (CRIU does not
+ * save it): without this every barrier fails with EPERM and no region is
+ * ever reclaimed again. Register again; if that fails, no thread may take
+ * local references any more: safe to clear now, as the checkpoint left no
+ * region and no reference.
+ */
+void mwr_refs_restarted(void)
+{
+	struct mwr_thr *t;
+
+	if (!__atomic_load_n(&mwr_local_ok, __ATOMIC_ACQUIRE) ||
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+		return;
+	mwu_log(MWU_LOG_WARN, "restart: membarrier registration failed (%s): "
+		"atomic references only", strerror(errno));
+	pthread_mutex_lock(&thr_lock);
+	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
+	for (t = thr_list; t; t = t->next)
+		t->may_local = 0;
+	__atomic_store_n(&nr_local, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&thr_lock);
+}
+
 long mwr_busy(const struct mwr_region *r)
 {
 	struct mwr_thr *t;

@@ -26,6 +26,12 @@ static bool global_ranks_ok(const struct mw_smc_config *cfg)
 {
 	if (!cfg->global_ranks)
 		return true;
+	for (int i = 0; i < cfg->nranks; i++) {
+		/* The start-up record holds mws_rank_t (16-bit unless built
+		 * with MW_SMC_RANK32=1). */
+		if ((mws_rank_t)cfg->global_ranks[i] != cfg->global_ranks[i])
+			return false;
+	}
 	for (int i = 0; i < cfg->nranks; i++)
 		for (int j = 0; j < i; j++)
 			if (cfg->global_ranks[i] == cfg->global_ranks[j])
@@ -95,6 +101,7 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 			goto fail;
 		}
 	}
+	mw_smc_cr_add(c);
 	*out = c;
 	return 0;
 fail:
@@ -134,6 +141,7 @@ int mw_smc_close(struct mw_smc *c)
 		return -EINVAL;
 	if (c->closed)
 		return -EBADF;
+	mw_smc_cr_remove(c);
 	mw_ring_drain(c);	/* a broken driver: they complete with -EIO */
 	for (int i = 0; i < c->nranks; i++) {
 		struct mw_ep *ep = &c->ep[i];

@@ -54,6 +54,18 @@ static uint64_t proc_starttime(pid_t pid)
 	return st ? st : 1;
 }
 
+static uint64_t seg_start(struct seg_rank *sr)
+{
+	return (uint64_t)atomic_load(&sr->start_hi) << 32 |
+	       atomic_load(&sr->start_lo);
+}
+
+static void seg_set_start(struct seg_rank *sr, uint64_t v)
+{
+	atomic_store(&sr->start_lo, (uint32_t)v);
+	atomic_store(&sr->start_hi, (uint32_t)(v >> 32));
+}
+
 static uint64_t self_pidns(void)
 {
 	struct stat sb;
@@ -115,9 +127,8 @@ static void unlink_file(struct mw_smc *c)
 /* Owner of a used slot gone? Unknowable across pid namespaces: no. */
 static bool owner_dead(struct seg_rank *sr, uint64_t ns)
 {
-	return atomic_load(&sr->pidns) == ns &&
-		proc_starttime(atomic_load(&sr->pid)) !=
-		atomic_load(&sr->starttime);
+	return atomic_load(&sr->pidns) == (uint32_t)ns &&
+		proc_starttime(atomic_load(&sr->pid)) != seg_start(sr);
 }
 
 /*
@@ -298,7 +309,7 @@ again:
 		 * JOINED: a process refused with -EBUSY never touched it.
 		 */
 		for (;;) {
-			int32_t s = atomic_load(&sr->state);
+			int16_t s = atomic_load(&sr->state);
 
 			if (s != RSTATE_EMPTY &&
 			    (s == RSTATE_CLAIMING || !owner_dead(sr, c->pidns))) {
@@ -310,10 +321,10 @@ again:
 				break;
 		}
 		atomic_store(&sr->pid, (int32_t)getpid());
-		atomic_store(&sr->starttime, start);
-		atomic_store(&sr->pidns, c->pidns);
-		sr->global_rank = cfg->global_ranks ? cfg->global_ranks[rank] :
-			rank;
+		seg_set_start(sr, start);
+		atomic_store(&sr->pidns, (uint32_t)c->pidns);
+		sr->global_rank = (mws_rank_t)(cfg->global_ranks ?
+					       cfg->global_ranks[rank] : rank);
 		atomic_store_explicit(&sr->state, RSTATE_JOINED,
 				      memory_order_release);
 	}
@@ -366,10 +377,9 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 		/* not joined yet: only a known pid tells */
 		return c->peer_pid[peer] <= 0 ||
 			proc_starttime(c->peer_pid[peer]) != 0;
-	if (atomic_load(&sr->pidns) == c->pidns)
-		return proc_starttime(atomic_load(&sr->pid)) ==
-			atomic_load(&sr->starttime);
-	hb = atomic_load(&sr->heartbeat);
+	if (atomic_load(&sr->pidns) == (uint32_t)c->pidns)
+		return proc_starttime(atomic_load(&sr->pid)) == seg_start(sr);
+	hb = atomic_load(&c->hdr->beat[peer].v);
 	now = mw_now_ms();
 	if (c->ep && hb != c->ep[peer].hb_seen) {
 		c->ep[peer].hb_seen = hb;
@@ -377,4 +387,12 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 	}
 	return !c->ep || !c->ep[peer].hb_ms ||
 		now - c->ep[peer].hb_ms < c->timeout_ms;
+}
+
+void mw_seg_restarted(struct mw_smc *c)
+{
+	struct seg_rank *sr = &c->hdr->rank[c->rank];
+
+	atomic_store(&sr->pid, (int32_t)getpid());
+	seg_set_start(sr, proc_starttime(getpid()));
 }

@@ -5,11 +5,13 @@
 #ifndef MW_SMC_INTERNAL_H
 #define MW_SMC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "cu_api.h"
+#include "mmuwatch/mmuwatch.h"
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 
@@ -17,7 +19,7 @@
 
 /* ---- shared segment layout ---- */
 #define SEG_MAGIC 0x6d77736d63756461ull	/* "mwsmcuda" */
-#define SEG_VERSION 1u
+#define SEG_VERSION (2u | SEG_RANK_BITS)
 #define BOUNCE_SLOTS 8u
 #define BOUNCE_SLOT_SIZE (64u * 1024u)
 
@@ -32,14 +34,40 @@ enum {
 	RSTATE_CLAIMING = 3,
 };
 
+/*
+ * Ranks in the start-up record: 16-bit (local ranks are < 64; MPI global
+ * ranks up to 32767), or 32-bit when built with MW_SMC_RANK32=1 (make
+ * MW_SMC_RANK32=1): the segment version says which, so that the two never
+ * share a segment.
+ */
+#ifdef MW_SMC_RANK32
+typedef int32_t mws_rank_t;
+#define SEG_RANK_BITS 0x100u
+#else
+typedef int16_t mws_rank_t;
+#define SEG_RANK_BITS 0u
+#endif
+
+/*
+ * What a rank publishes for its peers at start-up, read by every peer:
+ * one fixed-size binary record, no strings (20 bytes; 24 with 32-bit
+ * ranks). The start time is two 32-bit halves so that the record needs
+ * no 8-byte alignment; it is written before the state is published (and
+ * rewritten only at a C/R restart, when peers give a grace period).
+ */
 struct seg_rank {
-	_Atomic int32_t state;
+	_Atomic int16_t state;
+	mws_rank_t global_rank;
 	_Atomic int32_t pid;
-	_Atomic uint64_t starttime;	/* /proc/pid/stat field 22: pid reuse */
-	_Atomic uint64_t heartbeat;
-	_Atomic uint64_t pidns;		/* pid namespace inode */
-	int32_t global_rank;
-	char pad[28];
+	_Atomic uint32_t pidns;		/* nsfs inode numbers are 32-bit */
+	_Atomic uint32_t start_lo, start_hi;	/* /proc/pid/stat field 22 */
+};
+
+/* Written by its owner on every progress call: one line each, apart from
+ * the records (which are read, not written, after start-up). */
+struct seg_beat {
+	_Atomic uint64_t v;
+	char pad[56];
 };
 
 struct seg_header {
@@ -52,6 +80,7 @@ struct seg_header {
 	_Atomic int32_t users;
 	char pad[24];
 	struct seg_rank rank[MW_SMC_MAX_RANKS];
+	struct seg_beat beat[MW_SMC_MAX_RANKS] __attribute__((aligned(64)));
 };
 
 /* One directed pair i -> j: FIFOs written by i, read by j. */
@@ -237,6 +266,7 @@ struct mw_smc {
 	int rank, nranks;
 	uint64_t pidns;
 	uint64_t live_ms;	/* last liveness check */
+	uint64_t live_after;	/* none before (grace after a C/R restart) */
 	pid_t peer_pid[MW_SMC_MAX_RANKS];
 	unsigned int timeout_ms;
 	unsigned int flags;
@@ -260,6 +290,10 @@ struct mw_smc {
 	int *cfg_gr;		/* global_ranks as given, NULL if none */
 	/* test knobs */
 	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
+	/* checkpoint/restart (cr.c): progress holds cr_mu */
+	pthread_mutex_t cr_mu;
+	bool cr_quiesced;
+	struct mw_cr_client cr;
 };
 
 /* segment.c */
@@ -268,6 +302,12 @@ MW_HIDDEN void mw_seg_close(struct mw_smc *c);
 MW_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
 MW_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
 MW_HIDDEN uint64_t mw_now_ms(void);
+/* C/R restart: publish this (restored) task's start time again. */
+MW_HIDDEN void mw_seg_restarted(struct mw_smc *c);
+
+/* cr.c */
+MW_HIDDEN void mw_smc_cr_add(struct mw_smc *c);
+MW_HIDDEN void mw_smc_cr_remove(struct mw_smc *c);
 
 /* ipc_state.c */
 MW_HIDDEN void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep);

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include "smc_internal.h"
 
@@ -422,7 +423,7 @@ static void check_liveness(struct mw_smc *c)
 {
 	uint64_t now = mw_now_ms();
 
-	if (now - c->live_ms < 2)
+	if (now - c->live_ms < 2 || now < c->live_after)
 		return;
 	c->live_ms = now;
 	for (int i = 0; i < c->nranks; i++)
@@ -431,11 +432,32 @@ static void check_liveness(struct mw_smc *c)
 			mw_ep_fail(c, &c->ep[i]);
 }
 
+static int progress_locked(struct mw_smc *c);
+
+/* Quiesced for a checkpoint (cr.c): no progress until resumed; waits
+ * spin, bounded by their timeout. */
 int mw_progress(struct mw_smc *c)
 {
+	int r = 0;
+
 	if (c->closed)
 		return -EBADF;
-	atomic_fetch_add_explicit(&c->hdr->rank[c->rank].heartbeat, 1,
+	pthread_mutex_lock(&c->cr_mu);
+	if (!c->cr_quiesced) {
+		r = progress_locked(c);
+		pthread_mutex_unlock(&c->cr_mu);
+		return r;
+	}
+	pthread_mutex_unlock(&c->cr_mu);
+	/* Quiesced: a waiting caller must not spin against the checkpointer
+	 * for the whole checkpoint. */
+	usleep(1000);
+	return 0;
+}
+
+static int progress_locked(struct mw_smc *c)
+{
+	atomic_fetch_add_explicit(&c->hdr->beat[c->rank].v, 1,
 				  memory_order_relaxed);
 	for (int i = 0; i < c->nranks; i++) {
 		struct mw_ep *ep = &c->ep[i];

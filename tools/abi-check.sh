@@ -40,8 +40,9 @@ check_exports() {
 	exports "$1" | while read -r n v; do
 		case "$n" in
 		mw_smc_test_knob) echo "  test knob exported: $n $v" ;;
+		mw_cr_*) [ "$v" = MMUWATCH_1.1 ] || echo "  $n at version '$v', not MMUWATCH_1.1" ;;
 		mw_*) [ "$v" = MMUWATCH_1.0 ] || echo "  $n at version '$v', not MMUWATCH_1.0" ;;
-		MMUWATCH_1.0) ;;	# the version definition itself
+		MMUWATCH_1.0|MMUWATCH_1.1) ;;	# the version definitions
 		*) if echo " $(echo $INTERPOSED) " | grep -q " $n "; then
 			[ "$v" = - ] || echo "  interposed $n is versioned ($v)"
 		   else echo "  unexpected export: $n $v"; fi ;;

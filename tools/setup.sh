@@ -8,7 +8,7 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$TOP/build"
 
-PKGS=(build-essential bc flex bison libelf-dev kmod cpio pkg-config
+PKGS=(build-essential criu bc flex bison libelf-dev kmod cpio pkg-config
       qemu-system-x86 busybox-static linux-source-6.1 xz-utils
       rdma-core libibverbs-dev ibverbs-utils ibverbs-providers iproute2
       liburing-dev libucx-dev libfabric-dev

@@ -72,6 +72,11 @@ enum mw_error {
 	MW_EDEVICE = -EIO,		/* /dev/mmuwatch failed, no errno known */
 	MW_ENOSPC = -ENOSPC,		/* no free watch slot */
 	MW_ECALLBACKS = -ETOOMANYREFS,	/* too many release callbacks */
+	MW_ESTATE = -EBADFD,		/* call out of order: mw_finalize()
+					 * without mw_init(), a C/R phase out
+					 * of sequence */
+	MW_EQUIESCED = -EAGAIN,		/* quiesced for a checkpoint and
+					 * MW_CR_F_FAIL set: retry later */
 	MW_ERR_MIN = -4095		/* every error is in [MW_ERR_MIN, -1] */
 };
 MW_API const char *mw_strerror(int err);
@@ -102,13 +107,23 @@ enum mw_source {
 						 * hole of a file mapped shared */
 
 /*
- * Initialise (idempotent; safe from a constructor and from any thread;
- * other entry points call it implicitly). The source is chosen here:
+ * Initialise (idempotent while open; safe from a constructor and from any
+ * thread; other entry points call it implicitly, but only before the
+ * first mw_finalize()). The source is chosen here:
  * MMUWATCH_SOURCE=kernel|hooks|none forces one; otherwise kernel when
  * /dev/mmuwatch opens, hooks when the hook source is active, else none.
+ * After mw_finalize() (or a failed init), mw_init() opens the library
+ * again, any number of times, from any thread: the source is chosen
+ * afresh, nothing of the previous life leaks (fds, mappings, threads).
  */
 MW_API int mw_init(void);
-/* Tear down; afterwards every call returns MW_EFINALIZED. */
+/*
+ * Close: the device and the source's state go (the hooks stay installed,
+ * silent); afterwards every call but mw_init() returns MW_EFINALIZED.
+ * Destroy caches first (a cache cannot be destroyed while closed).
+ * MW_EFINALIZED when closed already, MW_ESTATE when never opened or
+ * another thread is closing right now.
+ */
 MW_API int mw_finalize(void);
 MW_API enum mw_source mw_source(void);
 MW_API const char *mw_source_name(enum mw_source src);
@@ -277,6 +292,79 @@ struct mw_rcache_stats {
 	uint64_t reserved[3];
 };
 MW_API int mw_rcache_stats(struct mw_rcache *rc, struct mw_rcache_stats *st);
+
+/* ---- checkpoint/restart ------------------------------------------------ */
+/*
+ * A checkpointer tells the process through the notification, a registered
+ * function: mw_cr_notify(phase) calls it. The default handler
+ * (mw_cr_default_notify) runs the library's phases; a runtime replaces it
+ * with mw_cr_set_notify() and calls the phases from its own handler.
+ *   MW_CR_CHECKPOINT  mw_cr_checkpoint(): new gets block (or fail with
+ *                     MW_EQUIESCED under MW_CR_F_FAIL); every client
+ *                     quiesces, newest first (caches wait up to the
+ *                     timeout for registrations in flight and busy ones
+ *                     to be put, then deregister everything: MW_EBUSY and
+ *                     nothing changed if one stays busy); the event
+ *                     source closes (/dev/mmuwatch fd, mappings).
+ *   MW_CR_CONTINUE    mw_cr_continue(): same process goes on; the source
+ *                     is chosen afresh, clients resume oldest first.
+ *   MW_CR_RESTART     mw_cr_restart(): the same in a restored process;
+ *                     clients drop everything of the old life.
+ * A phase out of sequence returns MW_ESTATE. A get never returns a
+ * registration made before a checkpoint after it.
+ */
+enum mw_cr_phase {
+	MW_CR_CHECKPOINT = 1,
+	MW_CR_CONTINUE = 2,
+	MW_CR_RESTART = 3,
+};
+typedef int (*mw_cr_notify_fn)(enum mw_cr_phase phase, void *arg);
+MW_API int mw_cr_notify(enum mw_cr_phase phase);
+/* Replace the handler (fn NULL: the default); the previous one is
+ * returned in *prev, *prev_arg (either may be NULL) to chain to it. */
+MW_API int mw_cr_set_notify(mw_cr_notify_fn fn, void *arg,
+			    mw_cr_notify_fn *prev, void **prev_arg);
+MW_API int mw_cr_default_notify(enum mw_cr_phase phase, void *arg);
+MW_API int mw_cr_checkpoint(void);
+MW_API int mw_cr_continue(void);
+MW_API int mw_cr_restart(void);
+/* MW_CR_CHECKPOINT while quiesced, else 0 (or MW_EFINALIZED). */
+MW_API int mw_cr_state(void);
+/* How many times each phase completed (this process's whole history). */
+MW_API int mw_cr_count(enum mw_cr_phase phase, unsigned long long *n);
+
+#define MW_CR_F_FAIL	0x1U	/* gets fail with MW_EQUIESCED, not block */
+#define MW_CR_F_MASK	MW_CR_F_FAIL
+/* flags MW_CR_F_*; timeout_ms bounds the wait for busy registrations in
+ * a checkpoint (0: 10000). */
+MW_API int mw_cr_params(unsigned flags, unsigned timeout_ms);
+
+/*
+ * Clients: whatever holds something a checkpoint must release (a cache,
+ * a channel, the application's own verbs context) registers one.
+ * quiesce() returns 0 or an error (the checkpoint is then undone: clients
+ * already quiesced get resume(MW_CR_CONTINUE)); resume() gets
+ * MW_CR_CONTINUE or MW_CR_RESTART. Called without library locks held,
+ * from the thread running the phase. Caller-owned; next is private.
+ */
+struct mw_cr_client {
+	int (*quiesce)(struct mw_cr_client *c);
+	void (*resume)(struct mw_cr_client *c, enum mw_cr_phase how);
+	void *arg;
+	struct mw_cr_client *next;
+};
+MW_API int mw_cr_client_add(struct mw_cr_client *c);
+MW_API int mw_cr_client_remove(struct mw_cr_client *c);
+
+/*
+ * Signal mode: signo (0 = off) runs the notification from a thread of the
+ * library. sigqueue() with value MW_CR_* runs that phase; a plain kill()
+ * checkpoints when running and, when quiesced, restarts if the process
+ * was restored (its start time changed) or else continues. After each
+ * phase "<checkpoint|continue|restart> <result>\n" is written to
+ * status_file (may be NULL). Stopped by mw_finalize().
+ */
+MW_API int mw_cr_signal(int signo, const char *status_file);
 
 #ifdef __cplusplus
 }

@@ -40,10 +40,12 @@ extern "C" {
  * has not joined yet). Stand-alone use: rank = -1 assigns indices in
  * arrival order; nranks = 0 joins a segment somebody else created.
  *
- * global_ranks must be distinct (mw_smc_open: -EINVAL otherwise) and the
- * same array in every process: mw_smc_wait_peers checks what the peers
- * published and fails with -EINVAL (text in mw_smc_last_error) if two
- * local ranks share a global rank or a peer disagrees with this array.
+ * global_ranks must be distinct and fit 16 bits ([-32768, 32767]; 32
+ * bits in a build with MW_SMC_RANK32=1: the start-up record is compact)
+ * (mw_smc_open: -EINVAL otherwise), and be the same array in every
+ * process: mw_smc_wait_peers checks what the peers published and fails
+ * with -EINVAL (text in mw_smc_last_error) if two local ranks share a
+ * global rank or a peer disagrees with this array.
  *
  * The job name must be unique per run (an MPI job id is). The segment is
  * removed by the last process out once every rank joined and left or died

@@ -30,7 +30,7 @@ int main(void)
 		MW_EINVAL,   MW_ERANGE,	    MW_EFLAGS, MW_ENOMEM,
 		MW_EFOREIGN, MW_EFINALIZED, MW_ENOSYS, MW_EREG,
 		MW_ELIMIT,   MW_EFORKED,    MW_EBUSY,  MW_EDEVICE,
-		MW_ENOSPC,   MW_ECALLBACKS,
+		MW_ENOSPC,   MW_ECALLBACKS, MW_ESTATE, MW_EQUIESCED,
 	};
 	const unsigned n = sizeof(codes) / sizeof(codes[0]);
 	const char *vs = NULL;

@@ -36,6 +36,8 @@ for src in $SOURCES; do
 	export MMUWATCH_SOURCE=$src
 	run "libuser.core.$src" $T/core
 	run "libuser.races.$src" $T/races
+	run "libuser.reopen.$src" $T/reopen
+	run "libuser.cr.$src" $T/cr
 	# Statically linked, the hooks' malloc is the executable's own: not
 	# under ASan.
 	[ -n "${MW_SAN:-}" ] ||

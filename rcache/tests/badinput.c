@@ -165,7 +165,8 @@ int main(int argc, char **argv)
 	static const int codes[] = {
 		MW_OK, MW_EINVAL, MW_ERANGE, MW_EFLAGS, MW_ENOMEM, MW_EFOREIGN,
 		MW_EFINALIZED, MW_ENOSYS, MW_EREG, MW_ELIMIT, MW_EFORKED,
-		MW_EBUSY, MW_EDEVICE, MW_ENOSPC, MW_ECALLBACKS, -EACCES, -EFAULT,
+		MW_EBUSY, MW_EDEVICE, MW_ENOSPC, MW_ECALLBACKS, MW_ESTATE,
+		MW_EQUIESCED, -EACCES, -EFAULT,
 	};
 	int distinct = 1, n = sizeof(codes) / sizeof(codes[0]);
 	for (i = 0; i < n; i++)
@@ -180,7 +181,10 @@ int main(int argc, char **argv)
 	EXPECT(mw_rcache_get(rc, buf, 1, 0, &r), MW_EFINALIZED);
 	EXPECT(mw_rcache_put(rc, r), MW_EFINALIZED);
 	EXPECT(mw_watch_add(&w, buf, 1, NULL, NULL), MW_EFINALIZED);
-	EXPECT(mw_init(), MW_EFINALIZED);
+	EXPECT(mw_finalize(), MW_EFINALIZED);
+	/* Closed, not dead: mw_init() opens the library again (issue 14). */
+	EXPECT(mw_init(), MW_OK);
+	EXPECT(mw_finalize(), MW_OK);
 	EXPECT(mw_finalize(), MW_EFINALIZED);
 	printf("1..%d\n", tap_n);
 	return tap_fail;

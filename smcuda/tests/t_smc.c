@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mmuwatch/mmuwatch.h"
 #include "mmuwatch/smcuda.h"
 #include "testing/mmuwatch_test.h"
 #include "tdapi.h"
@@ -852,6 +853,86 @@ static int lru(void)
 	return 0;
 }
 
+/* ---------------- checkpoint/restart client ---------------- */
+
+/*
+ * The channel registers a C/R client (smcuda/cr.c) through the weak
+ * mw_cr_client_add of libuser; this program links smcuda alone and
+ * defines it: a registry of one, so that the test runs the client's
+ * phases as libuser's checkpoint would.
+ */
+static struct mw_cr_client *cr_client;
+
+int mw_cr_client_add(struct mw_cr_client *c)
+{
+	cr_client = c;
+	return 0;
+}
+
+int mw_cr_client_remove(struct mw_cr_client *c)
+{
+	if (cr_client == c)
+		cr_client = NULL;
+	return 0;
+}
+
+/* Rank 1 maps 4 of rank 0's allocations, quiesces (every IPC mapping
+ * closed, none cached), continues, and maps them again with the right
+ * bytes. */
+static int cr(void)
+{
+	enum { M = 4 };
+	size_t len = 256 * KB;
+
+	if (td_gpu_init(0))
+		return 2;
+	if (R == 0) {
+		CUdeviceptr b[M];
+
+		for (int k = 0; k < M; k++)
+			b[k] = galloc(len);
+		for (int k = 0; k < 3 * M; k++) {
+			fill_gpu(b[k % M], len, seed(0, k));
+			send_buf(1, k, (void *)b[k % M], len);
+			go_recv(1);
+		}
+		for (int k = 0; k < M; k++)
+			T.MemFree(b[k]);
+	} else {
+		CUdeviceptr g = galloc(len);
+		size_t wrong = 0;
+		int before, after;
+		struct mw_smc_stats s;
+
+		for (int k = 0; k < 2 * M; k++) {
+			wrong += recv_check(0, (void *)g, len, true, NULL);
+			if (k < 2 * M - 1)
+				go_send(0);
+		}
+		before = T.open_mappings();
+		CHECK(cr_client && cr_client->quiesce(cr_client) == 0,
+		      "quiesce");
+		after = T.open_mappings();
+		s = stats();
+		printf("cr rank 1: open IPC mappings %d before the quiesce, %d "
+		       "after; cached %llu\n", before, after,
+		       (unsigned long long)s.cache_entries);
+		CHECK(before > 0, "mappings open before the quiesce (control)");
+		CHECK(after == 0 && s.cache_entries == 0,
+		      "quiesce closes every IPC handle");
+		cr_client->resume(cr_client, MW_CR_CONTINUE);
+		go_send(0);
+		for (int k = 2 * M; k < 3 * M; k++) {
+			wrong += recv_check(0, (void *)g, len, true, NULL);
+			go_send(0);
+		}
+		CHECK(wrong == 0, "wrong bytes %zu", wrong);
+		CHECK(T.open_mappings() > 0, "mapped again after continue");
+		T.MemFree(g);
+	}
+	return 0;
+}
+
 /* ---------------- a peer dies mid-transfer ---------------- */
 
 static int death(void)
@@ -1040,6 +1121,8 @@ static int child(const char *scen, const char *job)
 		rc = death_ipc();
 	else if (!strcmp(scen, "lru"))
 		rc = lru();
+	else if (!strcmp(scen, "cr"))
+		rc = cr();
 	else
 		rc = 2;
 	CHECK(mw_smc_close(C) == 0, "close");
@@ -1139,6 +1222,26 @@ static void claim_and_global_ranks(const struct mw_smc_config *base)
 	cfg.global_ranks = dup;
 	CHECK(mw_smc_open(&cfg, &x) == -EINVAL, "duplicate global_ranks");
 	CHECK(!seg_exists(job), "rejected before creating anything");
+	{
+		/* The start-up record holds 16-bit ranks (32 with the
+		 * MW_SMC_RANK32=1 build): a larger one is refused, never cut. */
+		int big[2] = { 40, 70000 };
+		char bjob[80];
+		int e;
+
+		snprintf(bjob, sizeof(bjob), "t-%d-big", (int)getpid());
+		cfg.job = bjob;
+		cfg.global_ranks = big;
+		e = mw_smc_open(&cfg, &x);
+		cfg.job = job;
+#ifdef MW_SMC_RANK32
+		CHECK(e == 0, "32-bit build: global rank 70000 accepted");
+		if (!e)
+			mw_smc_close(x);
+#else
+		CHECK(e == -EINVAL, "global rank 70000 does not fit 16 bits");
+#endif
+	}
 	cfg.global_ranks = g;
 	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0");
 	cfg.rank = 1;
@@ -1360,7 +1463,7 @@ static const struct scen scens[] = {
 	{ "ring", 2, false }, { "ring_nopin", 2, false },
 	{ "ring_stall", 2, false }, { "lru", 2, false },
 	{ "death", 2, true }, { "death_ipc", 2, true },
-	{ "simul_gr", 2, false },
+	{ "simul_gr", 2, false }, { "cr", 2, false },
 };
 
 static int run(const struct scen *s, bool vg)
