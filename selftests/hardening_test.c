@@ -29,19 +29,7 @@ static bool have_device(void)
 /* The mmuwatch-owner-tgid value of /proc/<pid>/fdinfo/<fd>, or -1. */
 static long owner_tgid(pid_t pid, int fd)
 {
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "mmuwatch-owner-tgid: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return (long)mwt_fdinfo(pid, fd, "mmuwatch-owner-tgid");
 }
 
 TEST(fdinfo_pid_in_reader_namespace)

@@ -380,24 +380,32 @@ static int bare_ctx(void *mem, struct mmuwatch_range *r)
 	return fd;
 }
 
+/* A bare context watching one new page (*mem), polled by a new thread
+ * (*th) that sleeps in poll() when this returns 0.
+ */
+static int start_bare_poller(struct poller *p, char **mem, pthread_t *th)
+{
+	struct mmuwatch_range r;
+
+	*mem = mwt_map(1);
+	p->fd = *mem ? bare_ctx(*mem, &r) : -1;
+	if (p->fd < 0 || pthread_create(th, NULL, poll_thread, p))
+		return -1;
+	while (!p->tid)
+		usleep(1000);
+	return wait_sleeping(p->tid) ? 0 : -1;
+}
+
 TEST(close_while_polling)
 {
 	long long ctx0 = mwt_counter("contexts");
 	struct poller p = { .timeout_ms = 10000 };
-	struct mmuwatch_range r;
 	pthread_t th;
 	char *mem;
 
-	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	mem = mwt_map(1);
-	p.fd = bare_ctx(mem, &r);
-	ASSERT_LE(0, p.fd);
+	MWT_SKIP_WITHOUT_DEVICE();
+	ASSERT_EQ(0, start_bare_poller(&p, &mem, &th));
 	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
-	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &p));
-	while (!p.tid)
-		usleep(1000);
-	ASSERT_TRUE(wait_sleeping(p.tid));
 	/* The poller holds the file: closing the fd only drops the number. */
 	ASSERT_EQ(0, close(p.fd));
 	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
@@ -417,19 +425,11 @@ TEST(close_while_polling_timeout)
 {
 	long long ctx0 = mwt_counter("contexts");
 	struct poller p = { .timeout_ms = 1000 };
-	struct mmuwatch_range r;
 	pthread_t th;
 	char *mem;
 
-	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	mem = mwt_map(1);
-	p.fd = bare_ctx(mem, &r);
-	ASSERT_LE(0, p.fd);
-	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &p));
-	while (!p.tid)
-		usleep(1000);
-	ASSERT_TRUE(wait_sleeping(p.tid));
+	MWT_SKIP_WITHOUT_DEVICE();
+	ASSERT_EQ(0, start_bare_poller(&p, &mem, &th));
 	ASSERT_EQ(0, close(p.fd));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	/* Woken by the timeout, poll's last scan finds the fd gone. */
@@ -516,44 +516,48 @@ struct exit_info {
 	uint64_t a, b;	/* watched starts */
 };
 
+/* Child: two watches on a context set up by the first WATCH; pass the fd
+ * and exit (the address space goes with the child).
+ */
+static void exit_owner(int sock, void *arg)
+{
+	struct mmuwatch_range r1 = { 0 }, r2 = { 0 };
+	char *mem = mwt_map(3);
+	int cfd = open(MMUWATCH_DEVICE, O_RDWR);
+	struct exit_info xi;
+
+	(void)arg;
+	if (!mem || cfd < 0)
+		_exit(1);
+	r1.start = (uintptr_t)mem;
+	r1.len = P;
+	r1.cookie = 0xe1;
+	r2.start = (uintptr_t)mem + P;
+	r2.len = 2 * P;
+	r2.cookie = 0xe2;
+	if (ioctl(cfd, MMUWATCH_IOC_WATCH, &r1) ||
+	    ioctl(cfd, MMUWATCH_IOC_WATCH, &r2))
+		_exit(2);
+	xi.a = r1.start;
+	xi.b = r2.start;
+	if (mwt_send_fd_msg(sock, cfd, &xi, sizeof(xi)))
+		_exit(3);
+}
+
 TEST(process_exit_events)
 {
 	struct mmuwatch_event ev[4];
 	struct mmuwatch_info info;
 	struct exit_info xi;
-	int sv[2], fd, status, i;
+	int sock, fd, status, i;
 	bool got_a = false, got_b = false;
 	pid_t pid;
 
-	if (access(MMUWATCH_DEVICE, F_OK) && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		struct mmuwatch_range r1 = { 0 }, r2 = { 0 };
-		char *mem = mwt_map(3);
-		int cfd = open(MMUWATCH_DEVICE, O_RDWR);
-
-		if (!mem || cfd < 0)
-			_exit(1);
-		r1.start = (uintptr_t)mem;
-		r1.len = P;
-		r1.cookie = 0xe1;
-		r2.start = (uintptr_t)mem + P;
-		r2.len = 2 * P;
-		r2.cookie = 0xe2;
-		if (ioctl(cfd, MMUWATCH_IOC_WATCH, &r1) ||
-		    ioctl(cfd, MMUWATCH_IOC_WATCH, &r2))
-			_exit(2);
-		xi.a = r1.start;
-		xi.b = r2.start;
-		if (mwt_send_fd_msg(sv[1], cfd, &xi, sizeof(xi)))
-			_exit(3);
-		_exit(0);	/* the address space goes with the child */
-	}
-	close(sv[1]);
-	fd = mwt_recv_fd_msg(sv[0], &xi, sizeof(xi));
+	MWT_SKIP_WITHOUT_DEVICE();
+	pid = mwt_spawn(exit_owner, NULL, &sock);
+	ASSERT_LT(0, pid);
+	fd = mwt_recv_fd_msg(sock, &xi, sizeof(xi));
+	close(sock);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, status);
