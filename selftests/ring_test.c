@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The event ring: overflow of a tiny ring (sticky flag, lost count, words
- * still exact, RESET_OVERFLOW), garbage written into the user-writable
- * header, read() blocking and non-blocking semantics, poll(), an fd closed
+ * still exact, the oldest events kept and read before EOVERFLOW,
+ * RESET_OVERFLOW), garbage written into the user-writable header, an event
+ * counted lost under a corrupt tail, read() blocking and non-blocking
+ * semantics and from a forked child, poll(), an fd closed
  * while another thread sleeps in poll(), sleepers in read()/poll() woken
  * when another reader finds a corrupt tail, and events of a process that
  * exited after passing its fd to another process (SCM_RIGHTS).
@@ -129,6 +131,58 @@ TEST(overflow_tiny_ring)
 	mwt_close(&m);
 }
 
+/*
+ * A full ring drops the new event, never an old one: five watches
+ * invalidated one munmap at a time into a ring of two leave the first two
+ * events, which read() hands out before it reports EOVERFLOW;
+ * RESET_OVERFLOW returns the three lost. Control: the words of all five
+ * say "changed", lost events included.
+ */
+TEST(overflow_keeps_oldest_read_first)
+{
+	struct mmuwatch_range r[5];
+	struct mmuwatch_event ev[8];
+	struct pollfd pfd;
+	uint64_t lost = 0;
+	struct mwt m;
+	char *mem;
+	int i;
+
+	MWT_OPEN_OR_SKIP(&m, 2, 16);
+	ASSERT_EQ(2U, m.info.ring_entries);
+	ASSERT_EQ(16U, m.info.nr_words);
+	mem = mwt_map(5);
+	ASSERT_NE(NULL, mem);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 600 + i, &r[i]));
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, munmap(mem + i * P, P));
+	for (i = 0; i < 5; i++)
+		ASSERT_TRUE(mwt_invalid(&m, &r[i]));
+	EXPECT_EQ(2U, m.ring->head);
+	EXPECT_EQ(MMUWATCH_RING_F_OVERFLOW, m.ring->flags);
+	EXPECT_EQ(3U, m.ring->lost);
+	set_nonblock(m.fd, true);
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	ASSERT_EQ((ssize_t)(2 * EVSZ), read(m.fd, ev, sizeof(ev)));
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(600U + i, ev[i].cookie);
+		EXPECT_EQ(r[i].slot, ev[i].slot);
+		EXPECT_EQ((uintptr_t)(mem + i * P), ev[i].start);
+		EXPECT_EQ((uintptr_t)(mem + (i + 1) * P), ev[i].end);
+		EXPECT_EQ((__u32)MMUWATCH_REASON_UNMAP, ev[i].reason);
+	}
+	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
+	ASSERT_EQ(EOVERFLOW, errno);
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	EXPECT_EQ(3U, lost);
+	EXPECT_EQ(0U, m.ring->flags);
+	EXPECT_EQ(0U, m.ring->lost);
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
+	mwt_close(&m);
+}
+
 TEST(garbage_in_ring_header)
 {
 	struct mmuwatch_range r;
@@ -228,6 +282,56 @@ TEST(read_nonblocking)
 	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
 	ASSERT_EQ(EAGAIN, errno);
 	ASSERT_EQ(0U, mwt_pending(&m));
+	mwt_close(&m);
+}
+
+/*
+ * read() works from any process that holds the fd: a forked child, whose
+ * ioctls get EBADFD, takes the parent's event with read(), and the parent
+ * then finds it consumed. Control: before the fork the event is pending
+ * and polls readable.
+ */
+TEST(read_from_forked_child)
+{
+	struct mmuwatch_event ev[4];
+	struct mmuwatch_range r;
+	struct pollfd pfd;
+	struct mwt m;
+	int status;
+	char *mem;
+	pid_t pid;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+	set_nonblock(m.fd, true);
+	mem = mwt_map(2);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, mwt_watch(&m, mem, 2 * P, 501, &r));
+	ASSERT_EQ(0, munmap(mem, 2 * P));
+	ASSERT_EQ(1U, mwt_pending(&m));
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct mmuwatch_info info;
+
+		if (ioctl(m.fd, MMUWATCH_IOC_INFO, &info) != -1 ||
+		    errno != EBADFD)
+			_exit(2);
+		if (read(m.fd, ev, sizeof(ev)) != (ssize_t)EVSZ)
+			_exit(3);
+		_exit(ev[0].cookie == 501 &&
+		      ev[0].reason == MMUWATCH_REASON_UNMAP &&
+		      ev[0].start == (uintptr_t)mem &&
+		      ev[0].end == (uintptr_t)mem + 2 * P ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0U, mwt_pending(&m));
+	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
 	mwt_close(&m);
 }
 
@@ -509,6 +613,49 @@ TEST(corrupt_tail_wakes_sleepers)
 	ASSERT_EQ(0, poll(&pfd, 1, 0));
 	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
 	ASSERT_EQ(EAGAIN, errno);
+	mwt_close(&m);
+}
+
+/*
+ * An event that arrives while the user-written tail is corrupt is counted
+ * lost (the producer treats the ring as full) and never written anywhere;
+ * the word is still exact. RESET_OVERFLOW repairs the tail and returns
+ * the one lost event. Control: the next event is delivered as usual.
+ */
+TEST(corrupt_tail_event_counted_lost)
+{
+	struct mmuwatch_event ev;
+	struct mmuwatch_range r;
+	struct pollfd pfd;
+	uint64_t lost = 0;
+	struct mwt m;
+	char *mem;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+	set_nonblock(m.fd, true);
+	mem = mwt_map(2);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, mwt_watch(&m, mem, P, 700, &r));
+	m.ring->tail = m.ring->head + 1000;
+	ASSERT_EQ(0, munmap(mem, P));
+	ASSERT_TRUE(mwt_invalid(&m, &r));
+	EXPECT_EQ(MMUWATCH_RING_F_OVERFLOW, m.ring->flags);
+	EXPECT_EQ(1U, m.ring->lost);
+	EXPECT_EQ(0U, m.ring->head);
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLERR, pfd.revents & POLLERR);
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	EXPECT_EQ(1U, lost);
+	EXPECT_EQ(m.ring->head, m.ring->tail);
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, mwt_watch(&m, mem + P, P, 701, &r));
+	ASSERT_EQ(0, munmap(mem + P, P));
+	MWT_EXPECT_ONE_EVENT(&m, 701, mem + P, mem + 2 * P,
+			     MMUWATCH_REASON_UNMAP);
 	mwt_close(&m);
 }
 
