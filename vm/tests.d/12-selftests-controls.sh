@@ -7,7 +7,10 @@
 #    (MWT_MUTATE=1): the three tests that check an event fail, the control
 #    that expects none (a hugetlb fault) passes;
 #  - soak_test with MWT_SOAK_CONTROL=1 (the munmap whose effect it checks is
-#    left out) fails.
+#    left out) fails;
+#  - batch_test and the slot-reuse tests of words_test (checks that came
+#    from mmuwatch-smoke) with every event one page off (MWT_MUTATE=1):
+#    the tests that check an event fail, the one that expects none passes.
 # MW_TIMEOUT=120
 set -u
 BIN=${MW_TOP:?}/build/tests/selftests
@@ -18,7 +21,7 @@ tap() { # ok|not-ok description
 	if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi
 }
 echo "TAP version 13"
-echo "1..2"
+echo "1..4"
 
 out=$(MWT_FIXTURES=hugetlb MWT_MUTATE=1 "$BIN/sources_test" 2>&1)
 printf '%s\n' "$out" | grep -E '^(not )?ok ' | grep -v 'not in MWT_FIXTURES' | sed 's/^/#   mutated: /'
@@ -39,4 +42,20 @@ else
 	tap not-ok "soak.control_without_munmap_fails (exit $rc, $bad reports)"
 	printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'
 fi
+# mutated MWT_MUTATE=1 PROG EXPECTED_TOTALS DESCRIPTION [harness args]
+mutated() {
+	local prog=$1 want=$2 what=$3 tot
+	shift 3
+	out=$(MWT_MUTATE=1 "$BIN/$prog" "$@" 2>&1)
+	printf '%s\n' "$out" | grep -E '^(not )?ok ' | sed 's/^/#   mutated: /'
+	tot=$(printf '%s\n' "$out" | grep '^# Totals:')
+	if [[ "$tot" == "# Totals: $want "* ]]; then
+		tap ok "$what ($tot)"
+	else
+		tap not-ok "$what (expected $want, got: $tot)"
+	fi
+}
+mutated batch_test "pass:1 fail:2" "batch.mutated_events_fail"
+mutated words_test "pass:0 fail:2" "words.mutated_reuse_events_fail" \
+	-t old_token_dead_after_unwatch -t old_token_dead_after_reap
 exit $fail
