@@ -500,49 +500,58 @@ static int start_bare_poller(struct poller *p, char **mem, pthread_t *th)
 	return wait_sleeping(p->tid) ? 0 : -1;
 }
 
-TEST(close_while_polling)
-{
-	long long ctx0 = mwt_counter("contexts");
-	struct poller p = { .timeout_ms = 10000 };
+/* A bare context polled by another thread; the tests close its fd. */
+FIXTURE(closing) {
+	long long ctx0;
+	struct poller p;
 	pthread_t th;
 	char *mem;
+};
 
-	MWT_SKIP_WITHOUT_DEVICE();
-	ASSERT_EQ(0, start_bare_poller(&p, &mem, &th));
-	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
+FIXTURE_SETUP(closing)
+{
+	if (access(MMUWATCH_DEVICE, F_OK) && !getenv("MWT_REQUIRE_DEVICE"))
+		SKIP(_exit(255), "no device");
+	self->ctx0 = mwt_counter("contexts");
+}
+
+FIXTURE_TEARDOWN(closing)
+{
+}
+
+TEST_F(closing, close_while_polling)
+{
+	self->p.timeout_ms = 10000;
+	ASSERT_EQ(0, start_bare_poller(&self->p, &self->mem, &self->th));
+	ASSERT_EQ(self->ctx0 + 1, mwt_counter("contexts"));
 	/* The poller holds the file: closing the fd only drops the number. */
-	ASSERT_EQ(0, close(p.fd));
-	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	ASSERT_EQ(0, close(self->p.fd));
+	ASSERT_EQ(self->ctx0 + 1, mwt_counter("contexts"));
 	/* An event on the still-live context wakes the poller, which then
 	 * finds its fd gone.
 	 */
-	ASSERT_EQ(0, munmap(mem, P));
-	ASSERT_EQ(0, pthread_join(th, NULL));
-	EXPECT_LT(p.secs, 5.0);
-	EXPECT_EQ(1, p.ret);
-	EXPECT_EQ(POLLNVAL, p.revents);
+	ASSERT_EQ(0, munmap(self->mem, P));
+	ASSERT_EQ(0, pthread_join(self->th, NULL));
+	EXPECT_LT(self->p.secs, 5.0);
+	EXPECT_EQ(1, self->p.ret);
+	EXPECT_EQ(POLLNVAL, self->p.revents);
 	/* Context released once the poller let go of the file. */
-	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_EQ(self->ctx0, mwt_counter("contexts"));
 }
 
-TEST(close_while_polling_timeout)
+TEST_F(closing, close_while_polling_timeout)
 {
-	long long ctx0 = mwt_counter("contexts");
-	struct poller p = { .timeout_ms = 1000 };
-	pthread_t th;
-	char *mem;
-
-	MWT_SKIP_WITHOUT_DEVICE();
-	ASSERT_EQ(0, start_bare_poller(&p, &mem, &th));
-	ASSERT_EQ(0, close(p.fd));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	self->p.timeout_ms = 1000;
+	ASSERT_EQ(0, start_bare_poller(&self->p, &self->mem, &self->th));
+	ASSERT_EQ(0, close(self->p.fd));
+	ASSERT_EQ(0, pthread_join(self->th, NULL));
 	/* Woken by the timeout, poll's last scan finds the fd gone. */
-	EXPECT_GE(p.secs, 0.9);
-	EXPECT_EQ(1, p.ret);
-	EXPECT_EQ(POLLNVAL, p.revents);
-	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_GE(self->p.secs, 0.9);
+	EXPECT_EQ(1, self->p.ret);
+	EXPECT_EQ(POLLNVAL, self->p.revents);
+	EXPECT_EQ(self->ctx0, mwt_counter("contexts"));
 	/* The released context's watch is gone: munmap is harmless. */
-	ASSERT_EQ(0, munmap(mem, P));
+	ASSERT_EQ(0, munmap(self->mem, P));
 }
 
 /* Join th within secs seconds; nonzero if it is still running. */
@@ -696,18 +705,12 @@ TEST(process_exit_events)
 	struct mmuwatch_event ev[4];
 	struct mmuwatch_info info;
 	struct exit_info xi;
-	int sock, fd, status, i;
 	bool got_a = false, got_b = false;
-	pid_t pid;
+	int fd, i;
 
 	MWT_SKIP_WITHOUT_DEVICE();
-	pid = mwt_spawn(exit_owner, NULL, &sock);
-	ASSERT_LT(0, pid);
-	fd = mwt_recv_fd_msg(sock, &xi, sizeof(xi));
-	close(sock);
+	fd = mwt_fd_of_exited(exit_owner, NULL, &xi, sizeof(xi));
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, status);
 	/* Not our mm: ioctls and mmap refused, read() works. */
 	ASSERT_EQ(-1, ioctl(fd, MMUWATCH_IOC_INFO, &info));
 	ASSERT_EQ(EBADFD, errno);

@@ -89,6 +89,25 @@ pid_t mwt_spawn(void (*fn)(int sock, void *arg), void *arg, int *sock)
 	return pid;
 }
 
+int mwt_fd_of_exited(void (*fn)(int sock, void *arg), void *arg, void *msg,
+		     size_t len)
+{
+	int sock, fd, st;
+	pid_t pid = mwt_spawn(fn, arg, &sock);
+
+	if (pid < 0)
+		return -1;
+	fd = mwt_recv_fd_msg(sock, msg, len);
+	close(sock);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 struct hog_arg {
 	int max_chunks, threads;
 };

@@ -23,6 +23,12 @@ int mwt_recv_fd(int sock);
  * *sock. Returns the child's pid, or -1.
  */
 pid_t mwt_spawn(void (*fn)(int sock, void *arg), void *arg, int *sock);
+/* mwt_spawn(fn, arg), take the fd it passes with a len-byte message into
+ * msg, and wait for the child's exit: the fd of a context whose owner is
+ * gone, or -1 (also when the child did not exit with 0).
+ */
+int mwt_fd_of_exited(void (*fn)(int sock, void *arg), void *arg, void *msg,
+		     size_t len);
 /* mwt_spawn() a mwt_hog(max_chunks, threads) child and take its fd into
  * *fd; with wait_ready, also wait until it watched everything ('w').
  * Returns the child's pid, or -1.
