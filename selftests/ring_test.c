@@ -69,6 +69,19 @@ static void set_nonblock(int fd, bool on)
 	fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+/* n fresh pages with one watch each (cookie cookie0 + i), or NULL. */
+static char *watch_pages(struct mwt *m, int n, uint64_t cookie0,
+			 struct mmuwatch_range *r)
+{
+	char *mem = mwt_map(n);
+	int i;
+
+	for (i = 0; mem && i < n; i++)
+		if (mwt_watch(m, mem + i * P, P, cookie0 + i, &r[i]))
+			return NULL;
+	return mem;
+}
+
 TEST(overflow_tiny_ring)
 {
 	struct mmuwatch_range r[10];
@@ -82,10 +95,8 @@ TEST(overflow_tiny_ring)
 
 	MWT_OPEN_OR_SKIP(&m, 4, 64);
 	ASSERT_EQ(4U, m.info.ring_entries);
-	mem = mwt_map(10);
+	mem = watch_pages(&m, 10, 1000, r);
 	ASSERT_NE(NULL, mem);
-	for (i = 0; i < 10; i++)
-		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 1000 + i, &r[i]));
 	/* One munmap, ten invalidations, room for four. */
 	ASSERT_EQ(0, munmap(mem, 10 * P));
 	for (i = 0; i < 10; i++)
@@ -151,10 +162,8 @@ TEST(overflow_keeps_oldest_read_first)
 	MWT_OPEN_OR_SKIP(&m, 2, 16);
 	ASSERT_EQ(2U, m.info.ring_entries);
 	ASSERT_EQ(16U, m.info.nr_words);
-	mem = mwt_map(5);
+	mem = watch_pages(&m, 5, 600, r);
 	ASSERT_NE(NULL, mem);
-	for (i = 0; i < 5; i++)
-		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 600 + i, &r[i]));
 	for (i = 0; i < 5; i++)
 		ASSERT_EQ(0, munmap(mem + i * P, P));
 	for (i = 0; i < 5; i++)
@@ -260,9 +269,8 @@ TEST(read_nonblocking)
 	set_nonblock(m.fd, true);
 	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
 	ASSERT_EQ(EAGAIN, errno);
-	mem = mwt_map(3);
-	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 10 + i, &r[i]));
+	mem = watch_pages(&m, 3, 10, r);
+	ASSERT_NE(NULL, mem);
 	ASSERT_EQ(0, munmap(mem, 3 * P));
 	/* Too small for one event. */
 	ASSERT_EQ(-1, read(m.fd, ev, EVSZ - 1));
