@@ -117,8 +117,11 @@ TEST_F(ctx, reserved_fields)
 	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_WATCH, &r));
 	r.flags = 0x80000000;
 	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_WATCH, &r));
+	r.flags = ~MMUWATCH_WATCH_F_MASK;	/* every bit not defined */
+	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_WATCH, &r));
 	b.flags = 1;
 	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_WATCH_BATCH, &b));
+	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_UNWATCH_BATCH, &b));
 	b.flags = 0;
 	b.reserved = 1;
 	EXPECT_EQ(EINVAL, ioc(self->m.fd, MMUWATCH_IOC_WATCH_BATCH, &b));
@@ -248,12 +251,47 @@ TEST_F(ctx, info_contents)
 	EXPECT_EQ(sizeof(struct mmuwatch_event), i->event_size);
 	EXPECT_EQ(8U, i->word_size);
 	EXPECT_EQ(64U, i->ring_entries);
+	EXPECT_EQ(64U, self->m.ring->entries);
 	EXPECT_EQ(16U, i->nr_words);
+	/* After SETUP the word array is the watch limit. */
+	EXPECT_EQ(16U, i->max_watches);
 	EXPECT_GE(i->ring_events_offset, sizeof(struct mmuwatch_ring));
 	EXPECT_GE(i->ring_mmap_size, i->ring_events_offset + 64ULL * 32);
 	EXPECT_GE(i->words_mmap_size, 16ULL * 8);
 	EXPECT_NE(0U, i->features & MMUWATCH_FEAT_BATCH);
 	EXPECT_NE(0U, i->features & MMUWATCH_FEAT_RING);
+}
+
+TEST(info_before_setup)
+{
+	struct mmuwatch_setup s = { .ring_entries = 8, .nr_words = 4 };
+	struct mmuwatch_info i;
+	int fd = open(MMUWATCH_DEVICE, O_RDWR);
+
+	if (fd < 0 && !getenv("MWT_REQUIRE_DEVICE"))
+		SKIP(return, "no device");
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioc(fd, MMUWATCH_IOC_INFO, &i));
+	EXPECT_EQ((__u32)MMUWATCH_ABI_VERSION, i.abi_version);
+	EXPECT_EQ(sizeof(struct mmuwatch_event), i.event_size);
+	EXPECT_EQ(8U, i.word_size);
+	EXPECT_LT(0U, i.max_batch);
+	EXPECT_LT(0U, i.max_watches);
+	EXPECT_LT(0U, i.max_ring_entries);
+	/* Nothing is allocated before SETUP. */
+	EXPECT_EQ(0U, i.ring_entries);
+	EXPECT_EQ(0U, i.nr_words);
+	EXPECT_EQ(0ULL, i.ring_mmap_size);
+	EXPECT_EQ(0ULL, i.words_mmap_size);
+	/* Control: the same fields after SETUP. */
+	ASSERT_EQ(0, ioc(fd, MMUWATCH_IOC_SETUP, &s));
+	ASSERT_EQ(0, ioc(fd, MMUWATCH_IOC_INFO, &i));
+	EXPECT_EQ(8U, i.ring_entries);
+	EXPECT_EQ(4U, i.nr_words);
+	EXPECT_EQ(4U, i.max_watches);
+	EXPECT_NE(0ULL, i.ring_mmap_size);
+	EXPECT_NE(0ULL, i.words_mmap_size);
+	close(fd);
 }
 
 TEST_F(ctx, mmap_rules)
@@ -282,6 +320,10 @@ TEST_F(ctx, mmap_rules)
 	EXPECT_EQ(EINVAL, errno);
 	p = mmap(NULL, self->m.words_size + 16 * P, PROT_READ, MAP_SHARED,
 		 self->m.fd, MMUWATCH_MMAP_WORDS);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, self->m.ring_size + P, PROT_READ, MAP_SHARED,
+		 self->m.fd, MMUWATCH_MMAP_RING);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
 	/* Mappings cannot grow past the shared object (VM_DONTEXPAND). */
@@ -319,6 +361,7 @@ TEST_F(ctx, forked_child_gets_ebadfd)
 		bad |= (ioc(self->m.fd, MMUWATCH_IOC_UNWATCH, &u) != EBADFD) << 2;
 		bad |= (mmap(NULL, P, PROT_READ, MAP_SHARED, self->m.fd,
 			     MMUWATCH_MMAP_WORDS) != MAP_FAILED) << 3;
+		bad |= (errno != EBADFD) << 4;
 		/* The child's own munmap must not touch the parent's watch. */
 		munmap(self->buf, P);
 		_exit(bad);

@@ -47,19 +47,7 @@ static char *map_in_one_pmd(size_t pages)
 /* Per-context filtered count from /proc/self/fdinfo, or -1. */
 static long long fdinfo_filtered(int fd)
 {
-	char path[64], line[128];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "mmuwatch-filtered: %lld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return mwt_fdinfo(getpid(), fd, "mmuwatch-filtered");
 }
 
 TEST(mprotect_filtered)

@@ -4,9 +4,10 @@
  * namespace; the ring and words mappings are not inherited by fork()
  * (VM_DONTCOPY); random writes to the whole shared ring while events flow
  * never make the kernel misbehave (the words stay exact, the kernel's own
- * indexes survive, RESET_OVERFLOW recovers); rmmod with the fd closed but a
- * mapping alive is refused, and the mapping stays usable. Each test has a
- * control showing it can tell the difference.
+ * indexes survive, RESET_OVERFLOW recovers); pages zapped with
+ * MADV_DONTNEED fault back with the kernel's contents; rmmod with the fd
+ * closed but a mapping alive is refused, and the mapping stays usable.
+ * Each test has a control showing it can tell the difference.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -29,19 +30,7 @@ static bool have_device(void)
 /* The mmuwatch-owner-tgid value of /proc/<pid>/fdinfo/<fd>, or -1. */
 static long owner_tgid(pid_t pid, int fd)
 {
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "mmuwatch-owner-tgid: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+	return (long)mwt_fdinfo(pid, fd, "mmuwatch-owner-tgid");
 }
 
 TEST(fdinfo_pid_in_reader_namespace)
@@ -268,6 +257,41 @@ TEST(rmmod_refused_while_mapped)
 	/* Control: the last mapping was what held the context. */
 	munmap(ring, rsz);
 	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+}
+
+/*
+ * MADV_DONTNEED on both mappings only drops the page table entries: the
+ * next access faults the kernel's own pages back in, with the live and the
+ * dead word, the ring header and an event queued before the zap, and
+ * events after it land there too. Control: the values that come back are
+ * not those of a zero page (token, entries and the event are non-zero).
+ */
+TEST(zapped_mappings_refault)
+{
+	struct mmuwatch_range live, dead;
+	struct mwt m;
+	char *buf;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	ASSERT_EQ(0, mwt_open(&m, 16, 16));
+	buf = mwt_map(2);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, P, 0x2a, &live));
+	ASSERT_EQ(0, mwt_watch(&m, buf + P, P, 0x2b, &dead));
+	ASSERT_EQ(0, munmap(buf + P, P));
+	ASSERT_NE(0U, live.token);
+	ASSERT_EQ(0, madvise((void *)m.words, m.words_size, MADV_DONTNEED));
+	ASSERT_EQ(0, madvise(m.ring, m.ring_size, MADV_DONTNEED));
+	EXPECT_TRUE(mwt_valid(&m, &live));
+	EXPECT_TRUE(mwt_invalid(&m, &dead));
+	EXPECT_EQ(16U, m.ring->entries);
+	MWT_EXPECT_ONE_EVENT(&m, 0x2b, buf + P, buf + 2 * P,
+			     MMUWATCH_REASON_UNMAP);
+	ASSERT_EQ(0, munmap(buf, P));
+	EXPECT_TRUE(mwt_invalid(&m, &live));
+	MWT_EXPECT_ONE_EVENT(&m, 0x2a, buf, buf + P, MMUWATCH_REASON_UNMAP);
+	mwt_close(&m);
 }
 
 TEST_HARNESS_MAIN

@@ -137,7 +137,7 @@ void *mwt_hole(size_t pages)
 	return p + mwt_page;
 }
 
-static long long read_ll(const char *path)
+long long mwt_read_ll(const char *path)
 {
 	char buf[64];
 	ssize_t n;
@@ -158,7 +158,7 @@ long long mwt_counter(const char *name)
 	char path[256];
 
 	snprintf(path, sizeof(path), MWT_SYSFS "/%s", name);
-	return read_ll(path);
+	return mwt_read_ll(path);
 }
 
 long long mwt_param(const char *name)
@@ -166,23 +166,49 @@ long long mwt_param(const char *name)
 	char path[256];
 
 	snprintf(path, sizeof(path), MWT_PARAMS "/%s", name);
-	return read_ll(path);
+	return mwt_read_ll(path);
+}
+
+int mwt_write_str(const char *path, const char *s)
+{
+	ssize_t len = (ssize_t)strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 int mwt_set_param(const char *name, long long v)
 {
 	char path[256], buf[32];
-	int fd, n, ret = 0;
 
 	snprintf(path, sizeof(path), MWT_PARAMS "/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(buf, sizeof(buf), "%lld\n", v);
-	if (write(fd, buf, n) != n)
-		ret = -errno;
-	close(fd);
-	return ret;
+	snprintf(buf, sizeof(buf), "%lld\n", v);
+	return mwt_write_str(path, buf);
+}
+
+long long mwt_fdinfo(int pid, int fd, const char *key)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			v = strtoll(line + klen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
 }
 
 uint64_t mwt_pfn(const void *addr)

@@ -54,6 +54,13 @@ void *mwt_map(size_t pages);
  */
 void *mwt_hole(size_t pages);
 
+/* The number a file starts with (sysfs, procfs, cgroupfs), or -1. */
+long long mwt_read_ll(const char *path);
+/* Write s to path (no newline added). 0 or -errno. */
+int mwt_write_str(const char *path, const char *s);
+/* The value of the "key:" line of /proc/<pid>/fdinfo/<fd>, or -1. */
+long long mwt_fdinfo(int pid, int fd, const char *key);
+
 /* A sysfs counter of the module (name under /sys/kernel/mmuwatch), or -1. */
 long long mwt_counter(const char *name);
 /* Read/write a module parameter; -1 / -errno on failure. */
@@ -104,6 +111,11 @@ int mwt_timeout_scale(void);
  * the harness child reports a skip; a plain return from a fixture setup
  * would still run the test body with this 6.1 harness.
  */
+#define MWT_SKIP_WITHOUT_DEVICE() do { \
+	if (access(MMUWATCH_DEVICE, F_OK) && !getenv("MWT_REQUIRE_DEVICE")) \
+		SKIP(return, "no device"); \
+} while (0)
+
 #define MWT_OPEN_OR_SKIP(m, re, nw) do { \
 	int __r = mwt_open((m), (re), (nw)); \
 	if ((__r == -ENOENT || __r == -ENODEV || __r == -ENXIO) && \

@@ -19,18 +19,6 @@
 
 #define CG "/sys/fs/cgroup"
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 TEST(oom_killed_in_memcg)
 {
 	char cg[96], path[160], line[128], why[128] = "";
@@ -48,16 +36,16 @@ TEST(oom_killed_in_memcg)
 	if (access(CG "/cgroup.controllers", R_OK))
 		SKIP(return, "no cgroup v2 at " CG);
 	/* Memory controller for the children of the root group. */
-	write_str(CG "/cgroup.subtree_control", "+memory");
+	mwt_write_str(CG "/cgroup.subtree_control", "+memory");
 	snprintf(cg, sizeof(cg), CG "/mwt-oom-%d", getpid());
 	ASSERT_EQ(0, mkdir(cg, 0755));
 	snprintf(path, sizeof(path), "%s/memory.max", cg);
-	if (write_str(path, "48M")) {
+	if (mwt_write_str(path, "48M")) {
 		rmdir(cg);
 		SKIP(return, "memory controller not available");
 	}
 	snprintf(path, sizeof(path), "%s/memory.swap.max", cg);
-	write_str(path, "0");
+	mwt_write_str(path, "0");
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	pid = fork();
@@ -67,7 +55,7 @@ TEST(oom_killed_in_memcg)
 
 		snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
 		snprintf(me, sizeof(me), "%d", getpid());
-		if (write_str(path, me))
+		if (mwt_write_str(path, me))
 			_exit(1);
 		mwt_hog(sv[1], 4096, 0);	/* 1 GiB: far above memory.max */
 	}

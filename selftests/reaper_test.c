@@ -32,22 +32,16 @@ TEST(sigkill_and_process_mrelease)
 {
 	long long ctx0 = mwt_counter("contexts");
 	long long act0 = mwt_counter("watches_active");
-	int sv[2], fd, pidfd, status, n, unmaps, tries = 0;
-	char why[128] = "", c;
+	int sock, fd, pidfd, status, n, unmaps, tries = 0;
+	char why[128] = "";
 	pid_t pid;
 	long ret;
 
 	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
 		SKIP(return, "module not loaded");
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0)
-		mwt_hog(sv[1], 512, 64);	/* 128 MiB, 512 watches */
-	close(sv[1]);
-	fd = mwt_recv_fd(sv[0]);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(1, read(sv[0], &c, 1));
+	/* 128 MiB, 512 watches, 64 idle threads */
+	pid = mwt_spawn_hog(512, 64, true, &sock, &fd);
+	ASSERT_LT(0, pid);
 	pidfd = syscall(SYS_pidfd_open, pid, 0);
 	ASSERT_LE(0, pidfd);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
@@ -67,6 +61,7 @@ TEST(sigkill_and_process_mrelease)
 	EXPECT_EQ(512, n);
 	close(fd);
 	close(pidfd);
+	close(sock);
 	EXPECT_EQ(ctx0, mwt_counter("contexts"));
 	EXPECT_EQ(act0, mwt_counter("watches_active"));
 }
@@ -85,24 +80,17 @@ TEST(process_mrelease_reaps_stopped_exit)
 {
 	long long ctx0 = mwt_counter("contexts");
 	long long act0 = mwt_counter("watches_active");
-	int sv[2], fd, pidfd, status, n, unmaps;
-	char why[128] = "", c;
+	int sock, fd, pidfd, status, n, unmaps;
+	char why[128] = "";
 	pid_t pid;
 	long ret;
 
 	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
 		SKIP(return, "module not loaded");
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0)
-		mwt_hog(sv[1], 256, 0);	/* 64 MiB, 256 watches */
-	close(sv[1]);
-	fd = mwt_recv_fd(sv[0]);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(1, read(sv[0], &c, 1));
+	pid = mwt_spawn_hog(256, 0, true, &sock, &fd);	/* 64 MiB, 256 watches */
+	ASSERT_LT(0, pid);
 	ASSERT_EQ(0, ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXIT));
-	ASSERT_EQ(1, write(sv[0], "x", 1));
+	ASSERT_EQ(1, write(sock, "x", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFSTOPPED(status));
 	ASSERT_EQ(SIGTRAP | (PTRACE_EVENT_EXIT << 8), status >> 8);
@@ -124,7 +112,7 @@ TEST(process_mrelease_reaps_stopped_exit)
 	EXPECT_EQ(0, mwt_check_victim_events(fd, &unmaps, why, sizeof(why)));
 	close(fd);
 	close(pidfd);
-	close(sv[0]);
+	close(sock);
 	EXPECT_EQ(ctx0, mwt_counter("contexts"));
 	EXPECT_EQ(act0, mwt_counter("watches_active"));
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The event ring: overflow of a tiny ring (sticky flag, lost count, words
- * still exact, RESET_OVERFLOW), garbage written into the user-writable
- * header, read() blocking and non-blocking semantics, poll(), an fd closed
+ * still exact, the oldest events kept and read before EOVERFLOW,
+ * RESET_OVERFLOW), garbage written into the user-writable header, an event
+ * counted lost under a corrupt tail, read() blocking and non-blocking
+ * semantics and from a forked child, poll(), an fd closed
  * while another thread sleeps in poll(), sleepers in read()/poll() woken
  * when another reader finds a corrupt tail, and events of a process that
  * exited after passing its fd to another process (SCM_RIGHTS).
@@ -67,6 +69,35 @@ static void set_nonblock(int fd, bool on)
 	fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+/* n fresh pages with one watch each (cookie cookie0 + i), or NULL. */
+static char *watch_pages(struct mwt *m, int n, uint64_t cookie0,
+			 struct mmuwatch_range *r)
+{
+	char *mem = mwt_map(n);
+	int i;
+
+	for (i = 0; mem && i < n; i++)
+		if (mwt_watch(m, mem + i * P, P, cookie0 + i, &r[i]))
+			return NULL;
+	return mem;
+}
+
+/* RESET_OVERFLOW (what was lost in *lost); then the ring must be clean:
+ * no flag, no lost count, nothing to poll for. 0, or which check failed.
+ */
+static int reset_overflow(struct mwt *m, uint64_t *lost)
+{
+	struct pollfd pfd = { .fd = m->fd, .events = POLLIN };
+
+	if (ioctl(m->fd, MMUWATCH_IOC_RESET_OVERFLOW, lost))
+		return 1;
+	if (m->ring->flags)
+		return 2;
+	if (m->ring->lost)
+		return 3;
+	return poll(&pfd, 1, 0) ? 4 : 0;
+}
+
 TEST(overflow_tiny_ring)
 {
 	struct mmuwatch_range r[10];
@@ -80,10 +111,8 @@ TEST(overflow_tiny_ring)
 
 	MWT_OPEN_OR_SKIP(&m, 4, 64);
 	ASSERT_EQ(4U, m.info.ring_entries);
-	mem = mwt_map(10);
+	mem = watch_pages(&m, 10, 1000, r);
 	ASSERT_NE(NULL, mem);
-	for (i = 0; i < 10; i++)
-		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 1000 + i, &r[i]));
 	/* One munmap, ten invalidations, room for four. */
 	ASSERT_EQ(0, munmap(mem, 10 * P));
 	for (i = 0; i < 10; i++)
@@ -110,11 +139,8 @@ TEST(overflow_tiny_ring)
 	ASSERT_EQ(EOVERFLOW, errno);
 	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
 	ASSERT_EQ(1, poll(&pfd, 1, 0));
-	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	ASSERT_EQ(0, reset_overflow(&m, &lost));
 	ASSERT_EQ(6U, lost);
-	ASSERT_EQ(0U, m.ring->flags);
-	ASSERT_EQ(0U, m.ring->lost);
-	ASSERT_EQ(0, poll(&pfd, 1, 0));
 	ASSERT_EQ(-1, read(m.fd, buf, sizeof(buf)));
 	ASSERT_EQ(EAGAIN, errno);
 	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
@@ -126,6 +152,53 @@ TEST(overflow_tiny_ring)
 	ASSERT_EQ((ssize_t)EVSZ, read(m.fd, buf, sizeof(buf)));
 	EXPECT_EQ(77U, buf[0].cookie);
 	EXPECT_EQ(0U, m.ring->flags);
+	mwt_close(&m);
+}
+
+/*
+ * A full ring drops the new event, never an old one: five watches
+ * invalidated one munmap at a time into a ring of two leave the first two
+ * events, which read() hands out before it reports EOVERFLOW;
+ * RESET_OVERFLOW returns the three lost. Control: the words of all five
+ * say "changed", lost events included.
+ */
+TEST(overflow_keeps_oldest_read_first)
+{
+	struct mmuwatch_range r[5];
+	struct mmuwatch_event ev[8];
+	struct pollfd pfd;
+	uint64_t lost = 0;
+	struct mwt m;
+	char *mem;
+	int i;
+
+	MWT_OPEN_OR_SKIP(&m, 2, 16);
+	ASSERT_EQ(2U, m.info.ring_entries);
+	ASSERT_EQ(16U, m.info.nr_words);
+	mem = watch_pages(&m, 5, 600, r);
+	ASSERT_NE(NULL, mem);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, munmap(mem + i * P, P));
+	for (i = 0; i < 5; i++)
+		ASSERT_TRUE(mwt_invalid(&m, &r[i]));
+	EXPECT_EQ(2U, m.ring->head);
+	EXPECT_EQ(MMUWATCH_RING_F_OVERFLOW, m.ring->flags);
+	EXPECT_EQ(3U, m.ring->lost);
+	set_nonblock(m.fd, true);
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	ASSERT_EQ((ssize_t)(2 * EVSZ), read(m.fd, ev, sizeof(ev)));
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(600U + i, ev[i].cookie);
+		EXPECT_EQ(r[i].slot, ev[i].slot);
+		EXPECT_EQ((uintptr_t)(mem + i * P), ev[i].start);
+		EXPECT_EQ((uintptr_t)(mem + (i + 1) * P), ev[i].end);
+		EXPECT_EQ((__u32)MMUWATCH_REASON_UNMAP, ev[i].reason);
+	}
+	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
+	ASSERT_EQ(EOVERFLOW, errno);
+	ASSERT_EQ(0, reset_overflow(&m, &lost));
+	EXPECT_EQ(3U, lost);
 	mwt_close(&m);
 }
 
@@ -206,9 +279,8 @@ TEST(read_nonblocking)
 	set_nonblock(m.fd, true);
 	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
 	ASSERT_EQ(EAGAIN, errno);
-	mem = mwt_map(3);
-	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, mwt_watch(&m, mem + i * P, P, 10 + i, &r[i]));
+	mem = watch_pages(&m, 3, 10, r);
+	ASSERT_NE(NULL, mem);
 	ASSERT_EQ(0, munmap(mem, 3 * P));
 	/* Too small for one event. */
 	ASSERT_EQ(-1, read(m.fd, ev, EVSZ - 1));
@@ -228,6 +300,56 @@ TEST(read_nonblocking)
 	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
 	ASSERT_EQ(EAGAIN, errno);
 	ASSERT_EQ(0U, mwt_pending(&m));
+	mwt_close(&m);
+}
+
+/*
+ * read() works from any process that holds the fd: a forked child, whose
+ * ioctls get EBADFD, takes the parent's event with read(), and the parent
+ * then finds it consumed. Control: before the fork the event is pending
+ * and polls readable.
+ */
+TEST(read_from_forked_child)
+{
+	struct mmuwatch_event ev[4];
+	struct mmuwatch_range r;
+	struct pollfd pfd;
+	struct mwt m;
+	int status;
+	char *mem;
+	pid_t pid;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+	set_nonblock(m.fd, true);
+	mem = mwt_map(2);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, mwt_watch(&m, mem, 2 * P, 501, &r));
+	ASSERT_EQ(0, munmap(mem, 2 * P));
+	ASSERT_EQ(1U, mwt_pending(&m));
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct mmuwatch_info info;
+
+		if (ioctl(m.fd, MMUWATCH_IOC_INFO, &info) != -1 ||
+		    errno != EBADFD)
+			_exit(2);
+		if (read(m.fd, ev, sizeof(ev)) != (ssize_t)EVSZ)
+			_exit(3);
+		_exit(ev[0].cookie == 501 &&
+		      ev[0].reason == MMUWATCH_REASON_UNMAP &&
+		      ev[0].start == (uintptr_t)mem &&
+		      ev[0].end == (uintptr_t)mem + 2 * P ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0U, mwt_pending(&m));
+	ASSERT_EQ(-1, read(m.fd, ev, sizeof(ev)));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
 	mwt_close(&m);
 }
 
@@ -380,65 +502,74 @@ static int bare_ctx(void *mem, struct mmuwatch_range *r)
 	return fd;
 }
 
-TEST(close_while_polling)
+/* A bare context watching one new page (*mem), polled by a new thread
+ * (*th) that sleeps in poll() when this returns 0.
+ */
+static int start_bare_poller(struct poller *p, char **mem, pthread_t *th)
 {
-	long long ctx0 = mwt_counter("contexts");
-	struct poller p = { .timeout_ms = 10000 };
 	struct mmuwatch_range r;
+
+	*mem = mwt_map(1);
+	p->fd = *mem ? bare_ctx(*mem, &r) : -1;
+	if (p->fd < 0 || pthread_create(th, NULL, poll_thread, p))
+		return -1;
+	while (!p->tid)
+		usleep(1000);
+	return wait_sleeping(p->tid) ? 0 : -1;
+}
+
+/* A bare context polled by another thread; the tests close its fd. */
+FIXTURE(closing) {
+	long long ctx0;
+	struct poller p;
 	pthread_t th;
 	char *mem;
+};
 
-	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	mem = mwt_map(1);
-	p.fd = bare_ctx(mem, &r);
-	ASSERT_LE(0, p.fd);
-	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
-	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &p));
-	while (!p.tid)
-		usleep(1000);
-	ASSERT_TRUE(wait_sleeping(p.tid));
+FIXTURE_SETUP(closing)
+{
+	if (access(MMUWATCH_DEVICE, F_OK) && !getenv("MWT_REQUIRE_DEVICE"))
+		SKIP(_exit(255), "no device");
+	self->ctx0 = mwt_counter("contexts");
+}
+
+FIXTURE_TEARDOWN(closing)
+{
+}
+
+TEST_F(closing, close_while_polling)
+{
+	self->p.timeout_ms = 10000;
+	ASSERT_EQ(0, start_bare_poller(&self->p, &self->mem, &self->th));
+	ASSERT_EQ(self->ctx0 + 1, mwt_counter("contexts"));
 	/* The poller holds the file: closing the fd only drops the number. */
-	ASSERT_EQ(0, close(p.fd));
-	ASSERT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	ASSERT_EQ(0, close(self->p.fd));
+	ASSERT_EQ(self->ctx0 + 1, mwt_counter("contexts"));
 	/* An event on the still-live context wakes the poller, which then
 	 * finds its fd gone.
 	 */
-	ASSERT_EQ(0, munmap(mem, P));
-	ASSERT_EQ(0, pthread_join(th, NULL));
-	EXPECT_LT(p.secs, 5.0);
-	EXPECT_EQ(1, p.ret);
-	EXPECT_EQ(POLLNVAL, p.revents);
+	ASSERT_EQ(0, munmap(self->mem, P));
+	ASSERT_EQ(0, pthread_join(self->th, NULL));
+	EXPECT_LT(self->p.secs, 5.0);
+	EXPECT_EQ(1, self->p.ret);
+	EXPECT_EQ(POLLNVAL, self->p.revents);
 	/* Context released once the poller let go of the file. */
-	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_EQ(self->ctx0, mwt_counter("contexts"));
 }
 
-TEST(close_while_polling_timeout)
+TEST_F(closing, close_while_polling_timeout)
 {
-	long long ctx0 = mwt_counter("contexts");
-	struct poller p = { .timeout_ms = 1000 };
-	struct mmuwatch_range r;
-	pthread_t th;
-	char *mem;
-
-	if (ctx0 < 0 && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	mem = mwt_map(1);
-	p.fd = bare_ctx(mem, &r);
-	ASSERT_LE(0, p.fd);
-	ASSERT_EQ(0, pthread_create(&th, NULL, poll_thread, &p));
-	while (!p.tid)
-		usleep(1000);
-	ASSERT_TRUE(wait_sleeping(p.tid));
-	ASSERT_EQ(0, close(p.fd));
-	ASSERT_EQ(0, pthread_join(th, NULL));
+	self->p.timeout_ms = 1000;
+	ASSERT_EQ(0, start_bare_poller(&self->p, &self->mem, &self->th));
+	ASSERT_EQ(0, close(self->p.fd));
+	ASSERT_EQ(0, pthread_join(self->th, NULL));
 	/* Woken by the timeout, poll's last scan finds the fd gone. */
-	EXPECT_GE(p.secs, 0.9);
-	EXPECT_EQ(1, p.ret);
-	EXPECT_EQ(POLLNVAL, p.revents);
-	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_GE(self->p.secs, 0.9);
+	EXPECT_EQ(1, self->p.ret);
+	EXPECT_EQ(POLLNVAL, self->p.revents);
+	EXPECT_EQ(self->ctx0, mwt_counter("contexts"));
 	/* The released context's watch is gone: munmap is harmless. */
-	ASSERT_EQ(0, munmap(mem, P));
+	ASSERT_EQ(0, munmap(self->mem, P));
 }
 
 /* Join th within secs seconds; nonzero if it is still running. */
@@ -512,51 +643,92 @@ TEST(corrupt_tail_wakes_sleepers)
 	mwt_close(&m);
 }
 
+/*
+ * An event that arrives while the user-written tail is corrupt is counted
+ * lost (the producer treats the ring as full) and never written anywhere;
+ * the word is still exact. RESET_OVERFLOW repairs the tail and returns
+ * the one lost event. Control: the next event is delivered as usual.
+ */
+TEST(corrupt_tail_event_counted_lost)
+{
+	struct mmuwatch_event ev;
+	struct mmuwatch_range r;
+	struct pollfd pfd;
+	uint64_t lost = 0;
+	struct mwt m;
+	char *mem;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+	set_nonblock(m.fd, true);
+	mem = mwt_map(2);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, mwt_watch(&m, mem, P, 700, &r));
+	m.ring->tail = m.ring->head + 1000;
+	ASSERT_EQ(0, munmap(mem, P));
+	ASSERT_TRUE(mwt_invalid(&m, &r));
+	EXPECT_EQ(MMUWATCH_RING_F_OVERFLOW, m.ring->flags);
+	EXPECT_EQ(1U, m.ring->lost);
+	EXPECT_EQ(0U, m.ring->head);
+	pfd = (struct pollfd){ .fd = m.fd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLERR, pfd.revents & POLLERR);
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, ioctl(m.fd, MMUWATCH_IOC_RESET_OVERFLOW, &lost));
+	EXPECT_EQ(1U, lost);
+	EXPECT_EQ(m.ring->head, m.ring->tail);
+	ASSERT_EQ(-1, read(m.fd, &ev, sizeof(ev)));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, mwt_watch(&m, mem + P, P, 701, &r));
+	ASSERT_EQ(0, munmap(mem + P, P));
+	MWT_EXPECT_ONE_EVENT(&m, 701, mem + P, mem + 2 * P,
+			     MMUWATCH_REASON_UNMAP);
+	mwt_close(&m);
+}
+
 struct exit_info {
 	uint64_t a, b;	/* watched starts */
 };
+
+/* Child: two watches on a context set up by the first WATCH; pass the fd
+ * and exit (the address space goes with the child).
+ */
+static void exit_owner(int sock, void *arg)
+{
+	struct mmuwatch_range r1 = { 0 }, r2 = { 0 };
+	char *mem = mwt_map(3);
+	int cfd = open(MMUWATCH_DEVICE, O_RDWR);
+	struct exit_info xi;
+
+	(void)arg;
+	if (!mem || cfd < 0)
+		_exit(1);
+	r1.start = (uintptr_t)mem;
+	r1.len = P;
+	r1.cookie = 0xe1;
+	r2.start = (uintptr_t)mem + P;
+	r2.len = 2 * P;
+	r2.cookie = 0xe2;
+	if (ioctl(cfd, MMUWATCH_IOC_WATCH, &r1) ||
+	    ioctl(cfd, MMUWATCH_IOC_WATCH, &r2))
+		_exit(2);
+	xi.a = r1.start;
+	xi.b = r2.start;
+	if (mwt_send_fd_msg(sock, cfd, &xi, sizeof(xi)))
+		_exit(3);
+}
 
 TEST(process_exit_events)
 {
 	struct mmuwatch_event ev[4];
 	struct mmuwatch_info info;
 	struct exit_info xi;
-	int sv[2], fd, status, i;
 	bool got_a = false, got_b = false;
-	pid_t pid;
+	int fd, i;
 
-	if (access(MMUWATCH_DEVICE, F_OK) && !getenv("MWT_REQUIRE_DEVICE"))
-		SKIP(return, "no device");
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		struct mmuwatch_range r1 = { 0 }, r2 = { 0 };
-		char *mem = mwt_map(3);
-		int cfd = open(MMUWATCH_DEVICE, O_RDWR);
-
-		if (!mem || cfd < 0)
-			_exit(1);
-		r1.start = (uintptr_t)mem;
-		r1.len = P;
-		r1.cookie = 0xe1;
-		r2.start = (uintptr_t)mem + P;
-		r2.len = 2 * P;
-		r2.cookie = 0xe2;
-		if (ioctl(cfd, MMUWATCH_IOC_WATCH, &r1) ||
-		    ioctl(cfd, MMUWATCH_IOC_WATCH, &r2))
-			_exit(2);
-		xi.a = r1.start;
-		xi.b = r2.start;
-		if (mwt_send_fd_msg(sv[1], cfd, &xi, sizeof(xi)))
-			_exit(3);
-		_exit(0);	/* the address space goes with the child */
-	}
-	close(sv[1]);
-	fd = mwt_recv_fd_msg(sv[0], &xi, sizeof(xi));
+	MWT_SKIP_WITHOUT_DEVICE();
+	fd = mwt_fd_of_exited(exit_owner, NULL, &xi, sizeof(xi));
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_EQ(0, status);
 	/* Not our mm: ioctls and mmap refused, read() works. */
 	ASSERT_EQ(-1, ioctl(fd, MMUWATCH_IOC_INFO, &info));
 	ASSERT_EQ(EBADFD, errno);

@@ -94,38 +94,12 @@ static bool selected(const char *name)
 		SKIP(_exit(255), "not in MWT_FIXTURES"); \
 } while (0)
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return (int)n;
-}
-
 static int write_long(const char *path, long v)
 {
 	char b[32];
 
 	snprintf(b, sizeof(b), "%ld", v);
-	return write_str(path, b);
-}
-
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return mwt_write_str(path, b);
 }
 
 static double now_s(void)
@@ -316,11 +290,11 @@ FIXTURE_SETUP(ksm)
 {
 	ONLY_IF_SELECTED("ksm");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
-	self->run = read_long(KSM "run");
+	self->run = mwt_read_ll(KSM "run");
 	if (self->run < 0)
 		SKIP(_exit(255), "no KSM (" KSM ")");
-	self->scan = read_long(KSM "pages_to_scan");
-	self->sleep_ms = read_long(KSM "sleep_millisecs");
+	self->scan = mwt_read_ll(KSM "pages_to_scan");
+	self->sleep_ms = mwt_read_ll(KSM "sleep_millisecs");
 	ASSERT_EQ(0, write_long(KSM "pages_to_scan", 1000));
 	ASSERT_EQ(0, write_long(KSM "sleep_millisecs", 10));
 }
@@ -340,13 +314,13 @@ FIXTURE_TEARDOWN(ksm)
  */
 static bool ksm_wait(struct mwt *m, struct mmuwatch_range *r, int scans)
 {
-	long base = read_long(KSM "full_scans");
+	long base = mwt_read_ll(KSM "full_scans");
 	double end = now_s() + 120;
 
 	while (now_s() < end) {
 		if (!mwt_valid(m, r))
 			return true;
-		if (read_long(KSM "full_scans") >= base + scans)
+		if (mwt_read_ll(KSM "full_scans") >= base + scans)
 			return !mwt_valid(m, r);
 		usleep(20000);
 	}
@@ -372,9 +346,9 @@ TEST_F(ksm, merge)
 	ASSERT_TRUE(ksm_wait(&self->m, &r, 8));
 	EXPECT_ONE_INSIDE(&self->m, &r, MMUWATCH_REASON_CLEAR, &e);
 	/* The pages were merged indeed (the counter follows the merge). */
-	for (i = 0; i < 500 && read_long(KSM "pages_sharing") <= 0; i++)
+	for (i = 0; i < 500 && mwt_read_ll(KSM "pages_sharing") <= 0; i++)
 		usleep(20000);
-	EXPECT_LT(0, read_long(KSM "pages_sharing"));
+	EXPECT_LT(0, mwt_read_ll(KSM "pages_sharing"));
 	EXPECT_EQ(0, memcmp(a + P, a + 2 * P, P));
 }
 
@@ -417,8 +391,8 @@ FIXTURE_SETUP(collapse)
 	fclose(f);
 	if (strstr(mode, "[never]"))
 		SKIP(_exit(255), "THP disabled");
-	self->sleep_ms = read_long(KHP "scan_sleep_millisecs");
-	self->scan = read_long(KHP "pages_to_scan");
+	self->sleep_ms = mwt_read_ll(KHP "scan_sleep_millisecs");
+	self->scan = mwt_read_ll(KHP "pages_to_scan");
 	/* A 2 MiB aligned block, populated with small pages first. */
 	self->raw = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -607,7 +581,7 @@ TEST_F(swap, memcg_reclaim)
 	if (access(CGROOT "/cgroup.controllers", R_OK))
 		SKIP(return, "no cgroup v2");
 	need_swap(_metadata, &self->own_swap);
-	write_str(CGROOT "/cgroup.subtree_control", "+memory");
+	mwt_write_str(CGROOT "/cgroup.subtree_control", "+memory");
 	snprintf(cg, sizeof(cg), CGROOT "/mwt-reclaim-%d", getpid());
 	ASSERT_EQ(0, mkdir(cg, 0755));
 	snprintf(path, sizeof(path), "%s/memory.reclaim", cg);
@@ -625,7 +599,7 @@ TEST_F(swap, memcg_reclaim)
 	 * makes the kernel retry (slow on the debug kernel) and end with
 	 * EAGAIN, which is fine here too.
 	 */
-	rc = write_str(path, "128K");
+	rc = mwt_write_str(path, "128K");
 	EXPECT_TRUE(rc == 0 || rc == -EAGAIN);
 	write_long(CGROOT "/cgroup.procs", getpid());
 	rmdir(cg);
@@ -646,7 +620,7 @@ FIXTURE_SETUP(hugetlb)
 {
 	ONLY_IF_SELECTED("hugetlb");
 	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
-	self->pool = read_long("/proc/sys/vm/nr_hugepages");
+	self->pool = mwt_read_ll("/proc/sys/vm/nr_hugepages");
 	if (self->pool < 0)
 		SKIP(_exit(255), "no hugetlb");
 	write_long("/proc/sys/vm/nr_hugepages", self->pool + 2);

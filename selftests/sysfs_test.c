@@ -3,7 +3,9 @@
  * The sysfs counters in /sys/kernel/mmuwatch move exactly as the
  * operations done here: contexts, active watches, watches_total,
  * unwatches, events by reason, filtered (the sum of the filtered_* reasons)
- * apart from repeat_ignored, overflows and lost events.
+ * apart from repeat_ignored, overflows and lost events; close() frees live
+ * watches at once; fdinfo shows the context's own numbers; module
+ * parameters refuse values out of their range.
  */
 #include <fcntl.h>
 #include <sys/ioctl.h>
@@ -77,17 +79,32 @@ static long long filtered_sum(void)
 	       mwt_counter("filtered_soft_dirty");
 }
 
-TEST(filtered_total)
-{
-	long long f0, vma0, rep0, unmap0;
-	struct mmuwatch_range r;
+/* A context and two fresh pages, for the filtered-counter tests. */
+FIXTURE(two) {
 	struct mwt m;
 	char *buf;
+};
 
-	MWT_OPEN_OR_SKIP(&m, 0, 0);
-	buf = mwt_map(2);
-	ASSERT_NE(NULL, buf);
-	ASSERT_EQ(0, mwt_watch(&m, buf, 2 * P, 7, &r));
+FIXTURE_SETUP(two)
+{
+	MWT_OPEN_OR_SKIP(&self->m, 0, 0);
+	self->buf = mwt_map(2);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(two)
+{
+	mwt_close(&self->m);
+}
+
+TEST_F(two, filtered_total)
+{
+	long long f0, vma0, rep0, unmap0;
+	struct mwt *m = &self->m;
+	char *buf = self->buf;
+	struct mmuwatch_range r;
+
+	ASSERT_EQ(0, mwt_watch(m, buf, 2 * P, 7, &r));
 	f0 = mwt_counter("filtered");
 	ASSERT_LE(0, f0);
 	ASSERT_EQ(filtered_sum(), f0);
@@ -98,18 +115,17 @@ TEST(filtered_total)
 
 	/* Not an invalidation: filtered and its reason move by one. */
 	ASSERT_EQ(0, mprotect(buf, 2 * P, PROT_READ));
-	ASSERT_TRUE(mwt_valid(&m, &r));
+	ASSERT_TRUE(mwt_valid(m, &r));
 	EXPECT_EQ(f0 + 1, mwt_counter("filtered"));
 	EXPECT_EQ(vma0 + 1, mwt_counter("filtered_protection_vma"));
 	EXPECT_EQ(rep0, mwt_counter("repeat_ignored"));
 
 	/* An invalidation: filtered stays, events move. */
 	ASSERT_EQ(0, munmap(buf, 2 * P));
-	MWT_EXPECT_ONE_EVENT(&m, 7, buf, buf + 2 * P, MMUWATCH_REASON_UNMAP);
+	MWT_EXPECT_ONE_EVENT(m, 7, buf, buf + 2 * P, MMUWATCH_REASON_UNMAP);
 	EXPECT_EQ(f0 + 1, mwt_counter("filtered"));
 	EXPECT_EQ(unmap0 + 1, mwt_counter("events_unmap"));
 	EXPECT_EQ(filtered_sum(), mwt_counter("filtered"));
-	mwt_close(&m);
 }
 
 /*
@@ -118,24 +134,21 @@ TEST(filtered_total)
  * removed its notifier in between (a race, hence 0 or 1). Either way one
  * event, and the ignored repeat is never counted as filtered.
  */
-TEST(repeat_not_filtered)
+TEST_F(two, repeat_not_filtered)
 {
 	long long f0, rep0, rep1, clear0;
+	struct mwt *m = &self->m;
+	char *buf = self->buf;
 	struct mmuwatch_range r;
-	struct mwt m;
-	char *buf;
 
-	MWT_OPEN_OR_SKIP(&m, 0, 0);
-	buf = mwt_map(2);
-	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, mprotect(buf + P, P, PROT_READ));
-	ASSERT_EQ(0, mwt_watch(&m, buf, 2 * P, 8, &r));
+	ASSERT_EQ(0, mwt_watch(m, buf, 2 * P, 8, &r));
 	f0 = mwt_counter("filtered");
 	rep0 = mwt_counter("repeat_ignored");
 	clear0 = mwt_counter("events_clear");
 	ASSERT_EQ(0, madvise(buf, 2 * P, MADV_DONTNEED));
-	ASSERT_TRUE(mwt_invalid(&m, &r));
-	MWT_EXPECT_ONE_EVENT(&m, 8, buf, buf + P, MMUWATCH_REASON_CLEAR);
+	ASSERT_TRUE(mwt_invalid(m, &r));
+	MWT_EXPECT_ONE_EVENT(m, 8, buf, buf + P, MMUWATCH_REASON_CLEAR);
 	rep1 = mwt_counter("repeat_ignored");
 	TH_LOG("repeat_ignored moved by %lld", rep1 - rep0);
 	EXPECT_LE(rep0, rep1);
@@ -143,7 +156,6 @@ TEST(repeat_not_filtered)
 	EXPECT_EQ(clear0 + 1, mwt_counter("events_clear"));
 	EXPECT_EQ(f0, mwt_counter("filtered"));
 	ASSERT_EQ(0, munmap(buf, 2 * P));
-	mwt_close(&m);
 }
 
 TEST(overflow_counters)
@@ -185,6 +197,91 @@ TEST(version_and_params)
 	EXPECT_LT(0, mwt_param("max_ring_entries"));
 	EXPECT_LT(0, mwt_param("default_watches"));
 	EXPECT_LT(0, mwt_param("default_ring_entries"));
+}
+
+/* close() frees the watches that are still live at once (no deferred
+ * work needed), and the context with them. Control: before the close
+ * both are counted.
+ */
+TEST(close_frees_live_watches)
+{
+	long long ctx0 = mwt_counter("contexts");
+	long long act0 = mwt_counter("watches_active");
+	struct mmuwatch_range r;
+	struct mwt m;
+	char *buf;
+
+	MWT_OPEN_OR_SKIP(&m, 0, 0);
+	buf = mwt_map(3);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, P, 1, &r));
+	ASSERT_EQ(0, mwt_watch(&m, buf + P, 2 * P, 2, &r));
+	EXPECT_EQ(ctx0 + 1, mwt_counter("contexts"));
+	EXPECT_EQ(act0 + 2, mwt_counter("watches_active"));
+	mwt_close(&m);
+	EXPECT_EQ(ctx0, mwt_counter("contexts"));
+	EXPECT_EQ(act0, mwt_counter("watches_active"));
+	/* Nothing watches the pages any more: munmap is harmless. */
+	ASSERT_EQ(0, munmap(buf, 3 * P));
+}
+
+/*
+ * /proc/self/fdinfo shows the context's own numbers (the sysfs counters
+ * are global): words, slots in use, watches made, events queued, the
+ * ring head. Control: a key the module does not print reads as missing.
+ */
+TEST(fdinfo_counts)
+{
+	struct mmuwatch_range r[2];
+	int me = getpid();
+	struct mwt m;
+	char *buf;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 16);
+	EXPECT_EQ(MMUWATCH_ABI_VERSION, mwt_fdinfo(me, m.fd, "mmuwatch-abi"));
+	EXPECT_EQ(16, mwt_fdinfo(me, m.fd, "mmuwatch-words"));
+	EXPECT_EQ(16, mwt_fdinfo(me, m.fd, "mmuwatch-ring-entries"));
+	EXPECT_EQ(0, mwt_fdinfo(me, m.fd, "mmuwatch-slots-used"));
+	EXPECT_EQ(0, mwt_fdinfo(me, m.fd, "mmuwatch-events"));
+	buf = mwt_map(2);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, P, 1, &r[0]));
+	ASSERT_EQ(0, mwt_watch(&m, buf + P, P, 2, &r[1]));
+	EXPECT_EQ(2, mwt_fdinfo(me, m.fd, "mmuwatch-watches-total"));
+	EXPECT_EQ(2, mwt_fdinfo(me, m.fd, "mmuwatch-slots-used"));
+	EXPECT_EQ(0, mwt_fdinfo(me, m.fd, "mmuwatch-events"));
+	ASSERT_EQ(0, munmap(buf, P));
+	EXPECT_EQ(1, mwt_fdinfo(me, m.fd, "mmuwatch-events"));
+	EXPECT_EQ(1, mwt_fdinfo(me, m.fd, "mmuwatch-ring-head"));
+	EXPECT_EQ(0, mwt_fdinfo(me, m.fd, "mmuwatch-ring-tail"));
+	EXPECT_EQ(-1, mwt_fdinfo(me, m.fd, "mmuwatch-no-such-key"));
+	mwt_close(&m);
+}
+
+/*
+ * Module parameters take values in their range only, and a new context
+ * sees the value in force in INFO. Control: an in-range value is taken.
+ */
+TEST(param_ranges)
+{
+	long long old = mwt_param("max_batch");
+	struct mwt m;
+
+	if (old < 0 && !getenv("MWT_REQUIRE_DEVICE"))
+		SKIP(return, "module not loaded");
+	if (geteuid())
+		SKIP(return, "needs root");
+	ASSERT_LT(0, old);
+	EXPECT_NE(0, mwt_set_param("max_batch", 99999999));
+	EXPECT_NE(0, mwt_set_param("max_batch", 0));
+	EXPECT_EQ(old, mwt_param("max_batch"));
+	EXPECT_EQ(0, mwt_set_param("max_batch", 128));
+	EXPECT_EQ(128, mwt_param("max_batch"));
+	EXPECT_EQ(0, mwt_open(&m, 0, 0));
+	EXPECT_EQ(128U, m.info.max_batch);
+	mwt_close(&m);
+	EXPECT_EQ(0, mwt_set_param("max_batch", old));
+	EXPECT_EQ(old, mwt_param("max_batch"));
 }
 
 TEST_HARNESS_MAIN

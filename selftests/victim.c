@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "victim.h"
 
@@ -63,6 +65,78 @@ int mwt_recv_fd(int sock)
 	char c;
 
 	return mwt_recv_fd_msg(sock, &c, 1);
+}
+
+pid_t mwt_spawn(void (*fn)(int sock, void *arg), void *arg, int *sock)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		fn(sv[1], arg);
+		_exit(0);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return -1;
+	}
+	*sock = sv[0];
+	return pid;
+}
+
+int mwt_fd_of_exited(void (*fn)(int sock, void *arg), void *arg, void *msg,
+		     size_t len)
+{
+	int sock, fd, st;
+	pid_t pid = mwt_spawn(fn, arg, &sock);
+
+	if (pid < 0)
+		return -1;
+	fd = mwt_recv_fd_msg(sock, msg, len);
+	close(sock);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct hog_arg {
+	int max_chunks, threads;
+};
+
+static void hog(int sock, void *arg)
+{
+	struct hog_arg *h = arg;
+
+	mwt_hog(sock, h->max_chunks, h->threads);
+}
+
+pid_t mwt_spawn_hog(int max_chunks, int threads, bool wait_ready, int *sock,
+		    int *fd)
+{
+	struct hog_arg h = { max_chunks, threads };
+	pid_t pid = mwt_spawn(hog, &h, sock);
+	char c;
+
+	if (pid < 0)
+		return -1;
+	*fd = mwt_recv_fd(*sock);
+	if (*fd >= 0 && (!wait_ready || read(*sock, &c, 1) == 1))
+		return pid;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (*fd >= 0)
+		close(*fd);
+	close(*sock);
+	return -1;
 }
 
 static void *sleeper(void *arg)

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <uapi/mmuwatch.h>
 
 #define MWT_VICTIM_RING 16384
@@ -17,6 +18,23 @@ int mwt_send_fd_msg(int sock, int fd, const void *data, size_t len);
 int mwt_recv_fd_msg(int sock, void *data, size_t len);
 int mwt_send_fd(int sock, int fd);	/* a one-byte payload */
 int mwt_recv_fd(int sock);
+/* Fork a child that runs fn(sock, arg) and then exits 0 (fn may exit
+ * itself); the parent gets the other end of the unix socket pair in
+ * *sock. Returns the child's pid, or -1.
+ */
+pid_t mwt_spawn(void (*fn)(int sock, void *arg), void *arg, int *sock);
+/* mwt_spawn(fn, arg), take the fd it passes with a len-byte message into
+ * msg, and wait for the child's exit: the fd of a context whose owner is
+ * gone, or -1 (also when the child did not exit with 0).
+ */
+int mwt_fd_of_exited(void (*fn)(int sock, void *arg), void *arg, void *msg,
+		     size_t len);
+/* mwt_spawn() a mwt_hog(max_chunks, threads) child and take its fd into
+ * *fd; with wait_ready, also wait until it watched everything ('w').
+ * Returns the child's pid, or -1.
+ */
+pid_t mwt_spawn_hog(int max_chunks, int threads, bool wait_ready, int *sock,
+		    int *fd);
 /* Child side: send the fd, watch+touch up to max_chunks chunks, say 'w',
  * then wait: exit(0) on 'x', otherwise until killed. threads: extra idle
  * threads.

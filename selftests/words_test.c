@@ -3,9 +3,11 @@
  * Validity word semantics: a watch covers the pages its byte range touches
  * (unaligned ranges round out to pages, events are in page units and
  * clipped to the watch), interior and neighbouring changes, duplicate and
- * nested watches, token generations, watching a hole.
+ * nested watches, token generations, watching a hole, and an old token
+ * that never matches again once its slot is unwatched or reaped.
  */
 #include <sys/mman.h>
+#include <unistd.h>
 #include "kselftest_harness.h"
 #include "mwt.h"
 
@@ -170,6 +172,86 @@ TEST_F(w, many_watches_exact_words)
 		ASSERT_EQ(!dead, mwt_valid(&self->m, &r[i]));
 	}
 	ASSERT_EQ(16U, mwt_pending(&self->m));
+}
+
+/*
+ * Unwatch, then a new watch after the deferred reap had time (the
+ * sequence mmuwatch-smoke checked, with the meaning commit 630ead4 gave
+ * it): the new watch may or may not get the old slot back, the slot
+ * allocator decides; either way the old token never matches again,
+ * UNWATCH with it is ENOENT and leaves the new watch alone, and the new
+ * watch fires on its own munmap. Control: the unwatched range's munmap
+ * queues nothing, the new one's queues its event.
+ */
+TEST_F(w, old_token_dead_after_unwatch)
+{
+	struct mmuwatch_range r, r2;
+
+	ASSERT_EQ(0, mwt_watch(&self->m, self->buf, 2 * P, 301, &r));
+	ASSERT_EQ(0, mwt_unwatch(&self->m, &r));
+	ASSERT_EQ(r.token | MMUWATCH_WORD_INVALID, self->m.words[r.slot]);
+	ASSERT_EQ(-ENOENT, mwt_unwatch(&self->m, &r));
+	ASSERT_EQ(0, munmap(self->buf, P));
+	MWT_EXPECT_NO_EVENT(&self->m);
+	usleep(100 * 1000);	/* MW_REAP_DELAY is 10 ms */
+	ASSERT_EQ(0, mwt_watch(&self->m, self->buf + P, P, 302, &r2));
+	TH_LOG("slot %u %s: token %#llx, new watch slot %u token %#llx",
+	       r.slot, r2.slot == r.slot ? "reused" : "not reused",
+	       (unsigned long long)r.token, r2.slot,
+	       (unsigned long long)r2.token);
+	ASSERT_TRUE(mwt_valid(&self->m, &r2));
+	ASSERT_NE(r.token, self->m.words[r.slot]);
+	ASSERT_TRUE(r2.slot != r.slot || r2.token != r.token);
+	ASSERT_EQ(-ENOENT, mwt_unwatch(&self->m, &r));
+	ASSERT_TRUE(mwt_valid(&self->m, &r2));
+	ASSERT_EQ(0, munmap(self->buf + P, P));
+	ASSERT_TRUE(mwt_invalid(&self->m, &r2));
+	MWT_EXPECT_ONE_EVENT(&self->m, 302, self->buf + P, self->buf + 2 * P,
+			     MMUWATCH_REASON_UNMAP);
+}
+
+/*
+ * A slot whose watch died by invalidation comes back once the dead watch
+ * is reaped: in a one-word context the table is full, so WATCH reaps the
+ * context's own dead watch itself (ENOSPC only while deferred work is
+ * removing it: retried). The new generation's token differs; the old one
+ * matches neither "valid" nor "this watch invalidated" any more, and
+ * UNWATCH with it is ENOENT and leaves the new watch alone. Control: while
+ * the first watch lives, the table is full.
+ */
+TEST(old_token_dead_after_reap)
+{
+	struct mmuwatch_range r1, r2;
+	struct mwt m;
+	char *buf;
+	int ret, i;
+
+	MWT_OPEN_OR_SKIP(&m, 16, 1);
+	buf = mwt_map(2);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, P, 1, &r1));
+	ASSERT_EQ(-ENOSPC, mwt_watch(&m, buf + P, P, 2, &r2));
+	ASSERT_EQ(0, munmap(buf, P));
+	ASSERT_TRUE(mwt_invalid(&m, &r1));
+	MWT_EXPECT_ONE_EVENT(&m, 1, buf, buf + P, MMUWATCH_REASON_UNMAP);
+	ret = mwt_watch(&m, buf + P, P, 2, &r2);
+	for (i = 0; ret == -ENOSPC && i < 100 * mwt_timeout_scale(); i++) {
+		usleep(10000);
+		ret = mwt_watch(&m, buf + P, P, 2, &r2);
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(r1.slot, r2.slot);
+	ASSERT_NE(r1.token, r2.token);
+	ASSERT_TRUE(mwt_valid(&m, &r2));
+	ASSERT_FALSE(mwt_valid(&m, &r1));
+	ASSERT_FALSE(mwt_invalid(&m, &r1));
+	ASSERT_EQ(-ENOENT, mwt_unwatch(&m, &r1));
+	ASSERT_TRUE(mwt_valid(&m, &r2));
+	ASSERT_EQ(0, munmap(buf + P, P));
+	ASSERT_TRUE(mwt_invalid(&m, &r2));
+	MWT_EXPECT_ONE_EVENT(&m, 2, buf + P, buf + 2 * P,
+			     MMUWATCH_REASON_UNMAP);
+	mwt_close(&m);
 }
 
 TEST_HARNESS_MAIN

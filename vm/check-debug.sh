@@ -46,7 +46,7 @@ SUITE=$TOP/build/check-debug.d
 rm -rf "$SUITE"
 mkdir -p "$SUITE"
 ln -s "$TOP/vm/debug/00-debug-baseline.sh" "$SUITE/00-debug-baseline.sh"
-# MW_DEBUG_ONLY="05 10 12" keeps only the vm/tests.d scripts whose names
+# MW_DEBUG_ONLY="06 10 12" keeps only the vm/tests.d scripts whose names
 # start with one of those (the whole set takes longer than an hour on a
 # busy 2-core host: every script runs about nine times slower than on the
 # Debian kernels).

@@ -7,7 +7,11 @@
 #    (MWT_MUTATE=1): the three tests that check an event fail, the control
 #    that expects none (a hugetlb fault) passes;
 #  - soak_test with MWT_SOAK_CONTROL=1 (the munmap whose effect it checks is
-#    left out) fails.
+#    left out) fails;
+#  - batch_test and words_test (the batch and slot-reuse checks came from
+#    mmuwatch-smoke) with every event one page off (MWT_MUTATE=1): the
+#    tests that check an event fail (the slot-reuse ones among them), the
+#    others pass.
 # MW_TIMEOUT=120
 set -u
 BIN=${MW_TOP:?}/build/tests/selftests
@@ -18,7 +22,7 @@ tap() { # ok|not-ok description
 	if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi
 }
 echo "TAP version 13"
-echo "1..2"
+echo "1..4"
 
 out=$(MWT_FIXTURES=hugetlb MWT_MUTATE=1 "$BIN/sources_test" 2>&1)
 printf '%s\n' "$out" | grep -E '^(not )?ok ' | grep -v 'not in MWT_FIXTURES' | sed 's/^/#   mutated: /'
@@ -39,4 +43,26 @@ else
 	tap not-ok "soak.control_without_munmap_fails (exit $rc, $bad reports)"
 	printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'
 fi
+# mutated PROG TOTALS DESCRIPTION [TEST...]: PROG with MWT_MUTATE=1 must end
+# with those totals, and each TEST named must be among its failures (the
+# 6.1 harness runs every test of a program: it takes no selection).
+mutated() {
+	local prog=$1 want=$2 what=$3 tot missing=
+	shift 3
+	out=$(MWT_MUTATE=1 "$BIN/$prog" 2>&1)
+	printf '%s\n' "$out" | grep -E '^(not )?ok ' | sed 's/^/#   mutated: /'
+	tot=$(printf '%s\n' "$out" | grep '^# Totals:')
+	for t in "$@"; do
+		printf '%s\n' "$out" | grep -qE "^not ok [0-9]+ [a-z_]+\.$t\$" || missing="$missing $t"
+	done
+	if [[ "$tot" == "# Totals: $want "* ]] && [ -z "$missing" ]; then
+		tap ok "$what ($tot)"
+	else
+		tap not-ok "$what (expected $want${missing:+ and failures of$missing}, got: $tot)"
+	fi
+}
+mutated batch_test "pass:1 fail:2" "batch.mutated_events_fail" \
+	unwatch_batch whole_batch_fires
+mutated words_test "pass:3 fail:7" "words.mutated_reuse_events_fail" \
+	old_token_dead_after_unwatch old_token_dead_after_reap
 exit $fail
