@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * The owner exits while a peer holds a mapping of its span: the peer's
- * next copies get -ESRCH (within the liveness check period), and the peer
- * keeps nothing of the dead owner: no mapping of its heap file in
+ * The owner crashes (SIGKILL) while a peer holds a mapping of its span:
+ * the peer's next copies get -ESRCH (within the liveness check period),
+ * and the peer keeps nothing of the dead owner: no mapping of its heap file in
  * /proc/self/maps, no fd. The same probes, run while the owner lives,
  * must see the mapping and the fds (they can fail).
  */
+#include <signal.h>
 #include <stdatomic.h>
 
 #include "ptest.h"
@@ -48,7 +49,8 @@ int main(void)
 		atomic_store(&a->ready, 1);
 		while (!atomic_load(&a->go))
 			usleep(1000);
-		_exit(0); /* no free: the process just goes */
+		raise(SIGKILL); /* a crash: no free, no exit handler */
+		_exit(1);
 	}
 	while (!atomic_load(&a->ready))
 		usleep(1000);
@@ -64,7 +66,7 @@ int main(void)
 		 (unsigned long long)st.maps_now, heap_maps(), fds0,
 		 pt_count_fds());
 	atomic_store(&a->go, 1);
-	PT_CHECK(pt_wait(o) == 0, "owner");
+	PT_CHECK(pt_wait(o) == 128 + SIGKILL, "owner");
 	for (i = 0; i < 1000; i++) {
 		r = mw_peer_copy(&a->d, 0, buf, sizeof(buf), MW_PEER_READ);
 		if (r == -ESRCH)
