@@ -36,7 +36,7 @@ FOLDERS="hooks libuser rcache peer smcuda mpi tools demo bench"
 edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
 
-# Include edges. "mmuwatch/x.h" and "uapi/x.h" live in include/.
+# Include edges. "mmuwatch/x.h", "uapi/x.h" and "testing/x.h" live in include/.
 for f in $FOLDERS; do
 	[ -d "$TOP/$f" ] || continue
 	find "$TOP/$f" -path "$TOP/$f/tests" -prune -o \
@@ -44,7 +44,7 @@ for f in $FOLDERS; do
 		\( -name '*.c' -o -name '*.h' \) -print |
 		xargs -r sed -n 's/^#include "\([a-z_]*\)\/.*/\1/p' |
 		sort -u | while read -r to; do
-			case $to in mmuwatch | uapi) to=include ;; esac
+			case $to in mmuwatch | uapi | testing) to=include ;; esac
 			[ "$to" = "$f" ] || echo "$f $to include"
 		done
 done >> "$edges"
