@@ -166,6 +166,13 @@ static __poll_t mw_poll(struct file *file, struct poll_table_struct *wait)
 	struct mw_ctx *ctx = file->private_data;
 
 	poll_wait(file, &ctx->wq, wait);
+	/*
+	 * The caller's tail store (mapped ring) and our queueing on ctx->wq
+	 * before the check of head: pairs with the barrier in
+	 * mw_ring_push() and the one in wq_has_sleeper(), as
+	 * sock_poll_wait() does for sockets.
+	 */
+	smp_mb();
 	return mw_ring_poll(ctx);
 }
 

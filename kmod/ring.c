@@ -13,9 +13,10 @@
 
 /*
  * Called with ctx->lock held; never sleeps, never allocates. Returns true
- * when readers may be asleep waiting for this: the ring was empty, or the
- * overflow flag was just set. Later events of a non-empty ring need no
- * wake-up (a reader woken by the first one sees them), as with a pipe.
+ * when readers may be asleep waiting for this: the reader had consumed
+ * everything before this event, or the overflow flag was just set. Later
+ * events of a non-empty ring need no wake-up (a reader woken by the first
+ * one sees them), as with a pipe.
  */
 bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 		  unsigned long start, unsigned long end, u32 reason)
@@ -24,9 +25,9 @@ bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 	struct mmuwatch_event *ev;
 	/* Pairs with the consumer's release: it is done with older slots. */
 	u32 tail = smp_load_acquire(&ring->tail);
-	bool was_empty = ctx->head == tail;
+	u32 prev = ctx->head;
 
-	if (ctx->head - tail >= ctx->ring_entries) {
+	if (prev - tail >= ctx->ring_entries) {
 		bool first = !(ctx->rflags & MMUWATCH_RING_F_OVERFLOW);
 
 		ctx->lost++;
@@ -49,10 +50,21 @@ bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 	ev->reason = reason;
 	ev->slot = w->slot;
 	/* Event contents before the index that publishes them. */
-	smp_store_release(&ctx->head, ctx->head + 1);
+	smp_store_release(&ctx->head, prev + 1);
 	/* Same ordering for consumers of the mapped ring. */
-	smp_store_release(&ring->head, ctx->head);
-	return was_empty;
+	smp_store_release(&ring->head, prev + 1);
+	/*
+	 * Was the ring empty? Decided on the tail read after publishing,
+	 * never on the one above: a reader can catch up between the two,
+	 * find no event (head not yet published) and go to sleep, and no
+	 * wake-up would come (nor for any later event, the ring being
+	 * non-empty from then on). Pairs with the full barrier a reader
+	 * has between its tail store and its head check before sleeping
+	 * (prepare_to_wait_event() in read(), mw_poll() after poll_wait()):
+	 * either the reader sees this event, or this sees its tail.
+	 */
+	smp_mb();
+	return READ_ONCE(ring->tail) == prev;
 }
 
 /* One wake-up per callback; none when nobody sleeps in read() or poll(). */

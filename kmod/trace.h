@@ -14,38 +14,46 @@
 
 #include <linux/tracepoint.h>
 
-TRACE_EVENT(mmuwatch_watch,
-	    TP_PROTO(u64 cookie, u32 slot, unsigned long start, unsigned long end,
-		     bool persistent, int ret),
-	    TP_ARGS(cookie, slot, start, end, persistent, ret),
-	    TP_STRUCT__entry(__field(u64, cookie)
-			     __field(u32, slot)
-			     __field(unsigned long, start)
-			     __field(unsigned long, end)
-			     __field(bool, persistent)
-			     __field(int, ret)),
-	    TP_fast_assign(__entry->cookie = cookie;
-			   __entry->slot = slot;
-			   __entry->start = start;
-			   __entry->end = end;
-			   __entry->persistent = persistent;
-			   __entry->ret = ret;),
-	    TP_printk("cookie=%llu slot=%u range=%lx-%lx persistent=%d ret=%d",
-		      __entry->cookie, __entry->slot, __entry->start, __entry->end,
-		      __entry->persistent, __entry->ret)
+/*
+ * WATCH and UNWATCH: one shape. The watch's cookie, slot, token, page
+ * range and kind, and the ioctl's result. A failed WATCH has slot
+ * 4294967295 and token 0; an UNWATCH that found no watch (ENOENT) has the
+ * slot and token it was given, cookie 0 and an empty range.
+ */
+DECLARE_EVENT_CLASS(mmuwatch_watch_op,
+		    TP_PROTO(u64 cookie, u32 slot, u64 token, unsigned long start,
+			     unsigned long end, bool persistent, int ret),
+		    TP_ARGS(cookie, slot, token, start, end, persistent, ret),
+		    TP_STRUCT__entry(__field(u64, cookie)
+				     __field(u32, slot)
+				     __field(u64, token)
+				     __field(unsigned long, start)
+				     __field(unsigned long, end)
+				     __field(bool, persistent)
+				     __field(int, ret)),
+		    TP_fast_assign(__entry->cookie = cookie;
+				   __entry->slot = slot;
+				   __entry->token = token;
+				   __entry->start = start;
+				   __entry->end = end;
+				   __entry->persistent = persistent;
+				   __entry->ret = ret;),
+		    TP_printk("cookie=%llu slot=%u token=%llu range=%lx-%lx persistent=%d ret=%d",
+			      __entry->cookie, __entry->slot, __entry->token,
+			      __entry->start, __entry->end, __entry->persistent,
+			      __entry->ret)
 );
 
-TRACE_EVENT(mmuwatch_unwatch,
-	    TP_PROTO(u32 slot, u64 token, int ret),
-	    TP_ARGS(slot, token, ret),
-	    TP_STRUCT__entry(__field(u32, slot)
-			     __field(u64, token)
-			     __field(int, ret)),
-	    TP_fast_assign(__entry->slot = slot;
-			   __entry->token = token;
-			   __entry->ret = ret;),
-	    TP_printk("slot=%u token=%llu ret=%d", __entry->slot, __entry->token,
-		      __entry->ret)
+DEFINE_EVENT(mmuwatch_watch_op, mmuwatch_watch,
+	     TP_PROTO(u64 cookie, u32 slot, u64 token, unsigned long start,
+		      unsigned long end, bool persistent, int ret),
+	     TP_ARGS(cookie, slot, token, start, end, persistent, ret)
+);
+
+DEFINE_EVENT(mmuwatch_watch_op, mmuwatch_unwatch,
+	     TP_PROTO(u64 cookie, u32 slot, u64 token, unsigned long start,
+		      unsigned long end, bool persistent, int ret),
+	     TP_ARGS(cookie, slot, token, start, end, persistent, ret)
 );
 
 /*

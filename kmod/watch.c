@@ -487,8 +487,8 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 out_uncharge:
 	mw_uncharge_watch(ctx, persistent);
 out_trace:
-	trace_mmuwatch_watch(r->cookie, ret ? U32_MAX : r->slot, start, end,
-			     persistent, ret);
+	trace_mmuwatch_watch(r->cookie, ret ? U32_MAX : r->slot,
+			     ret ? 0 : r->token, start, end, persistent, ret);
 	return ret;
 }
 
@@ -507,7 +507,7 @@ int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u)
 		w = ctx->slots[array_index_nospec(slot, ctx->nr_words)];
 	if (!w || w->token != u->token || w->state != MW_W_ACTIVE) {
 		spin_unlock(&ctx->lock);
-		trace_mmuwatch_unwatch(slot, u->token, -ENOENT);
+		trace_mmuwatch_unwatch(0, slot, u->token, 0, 0, false, -ENOENT);
 		return -ENOENT;
 	}
 	/* Stale readers must see "changed" from now on. */
@@ -519,9 +519,10 @@ int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u)
 	/* A persistent watch has no notifier of its own. */
 	if (!w->persistent)
 		mmu_interval_notifier_remove(&w->mni);
+	trace_mmuwatch_unwatch(w->cookie, slot, u->token, w->start, w->end,
+			       w->persistent, 0);
 	mw_free_watch(ctx, w);
 	mw_stat_inc(MW_STAT_UNWATCHES);
-	trace_mmuwatch_unwatch(slot, u->token, 0);
 	return 0;
 }
 

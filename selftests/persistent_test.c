@@ -5,10 +5,15 @@
  * watch stays active (word == token until UNWATCH); mprotect is filtered
  * like everywhere else; at most max_persistent per context (ENOSPC);
  * unknown flags EINVAL; UNWATCH stops the events; a full ring sets the
- * overflow flag. The whole user address space can be watched.
+ * overflow flag. The whole user address space can be watched. A WATCH
+ * racing with an invalidation of its range gives one event, not two
+ * (watch_race_one_event, with its control MWT_PERSIST_CONTROL=1).
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include "kselftest_harness.h"
 #include "mwt.h"
 
@@ -262,6 +267,98 @@ TEST(feature_follows_param)
 	EXPECT_NE(0U, m.info.features & MMUWATCH_FEAT_PERSISTENT);
 	munmap(buf, P);
 	mwt_close(&m);
+}
+
+/*
+ * A persistent WATCH racing with an invalidation of its range: the
+ * callback that finds the watch still being inserted only records the
+ * race, and WATCH queues one CLEAR over the whole watch, so one
+ * invalidation never gives two events. A second thread zaps the first of
+ * the two watched pages in a loop (each zap: one event [X, X+P) for an
+ * active watch); the first thread watches both pages, unwatches, and
+ * checks the events of that watch: a whole-watch CLEAR [X, X+2P) comes
+ * only from the race and must be the first and only one of its kind
+ * (the fixed duplicate was a zap event queued for the watch while it was
+ * being inserted, then the whole-watch CLEAR for the same zap). Runs
+ * until the race was hit RACE_HITS times or the time is up; never hit:
+ * skip. Control: MWT_PERSIST_CONTROL=1 makes the checker see an extra
+ * zap event before every whole-watch CLEAR (what the old module queued),
+ * and the test must fail.
+ */
+#define RACE_HITS 20
+
+struct zapper {
+	char *page;
+	volatile bool stop;
+	unsigned long zaps;
+};
+
+static void *zap_loop(void *arg)
+{
+	struct zapper *z = arg;
+
+	while (!z->stop) {
+		madvise(z->page, P, MADV_DONTNEED);
+		z->zaps++;
+	}
+	return NULL;
+}
+
+TEST(watch_race_one_event)
+{
+	bool ctl = getenv("MWT_PERSIST_CONTROL") != NULL;
+	unsigned long iters = 0, hits = 0, dups = 0, events = 0;
+	double secs = 8.0 * mwt_timeout_scale();
+	struct zapper z = { 0 };
+	struct mmuwatch_range r;
+	struct mmuwatch_event e;
+	struct timespec t0, t;
+	pthread_t tid;
+	struct mwt m;
+	char *buf;
+
+	MWT_OPEN_OR_SKIP(&m, 1 << 16, 0);
+	/* Two pages and a PROT_NONE guard: a VMA of their own. */
+	buf = mwt_map(3);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mprotect(buf + 2 * P, P, PROT_NONE));
+	z.page = buf;
+	ASSERT_EQ(0, pthread_create(&tid, NULL, zap_loop, &z));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		unsigned int whole = 0, seen = 0;
+
+		ASSERT_EQ(0, watch_flags(&m, (uintptr_t)buf, 2 * P, iters,
+					 MMUWATCH_WATCH_F_PERSISTENT, &r));
+		ASSERT_EQ(0, mwt_unwatch(&m, &r));
+		while (mwt_pop(&m, &e)) {
+			bool is_whole = e.start == (uintptr_t)buf &&
+					e.end == (uintptr_t)buf + 2 * P;
+
+			ASSERT_EQ(iters, e.cookie);
+			ASSERT_EQ((uint32_t)MMUWATCH_REASON_CLEAR, e.reason);
+			if (is_whole && ctl)
+				seen++; /* the old module's extra event */
+			if (is_whole && (whole++ || seen))
+				dups++;
+			seen++;
+			events++;
+		}
+		hits += whole > 0;
+		iters++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (hits < RACE_HITS &&
+		 t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	z.stop = true;
+	pthread_join(tid, NULL);
+	ASSERT_EQ(0U, m.ring->flags & MMUWATCH_RING_F_OVERFLOW);
+	TH_LOG("%lu watches, %lu zaps, %lu events, %lu races, %lu duplicates",
+	       iters, z.zaps, events, hits, dups);
+	EXPECT_EQ(0UL, dups);
+	munmap(buf, 3 * P);
+	mwt_close(&m);
+	if (!hits)
+		SKIP(return, "the race was not hit in %.0f s", secs);
 }
 
 TEST_HARNESS_MAIN

@@ -93,23 +93,26 @@ static bool has_line(const char *t, const char *a, const char *b)
 	return false;
 }
 
-/* One watch, mprotect (filtered), munmap (fired), a stale unwatch, and
- * an overflow of a 1-entry ring; cookies base..base+2.
+/* One watch, mprotect (filtered), munmap (fired), a stale unwatch, an
+ * overflow of a 1-entry ring, and a watch unwatched while valid; cookies
+ * base..base+3.
  */
 static void exercise(struct mwt *m, uint64_t base, struct mmuwatch_range *r)
 {
-	char *buf = mwt_map(4);
+	char *buf = mwt_map(5);
 
 	if (!buf)
 		return;
-	madvise(buf, 4 * P, MADV_NOHUGEPAGE);
+	madvise(buf, 5 * P, MADV_NOHUGEPAGE);
+	mwt_watch(m, buf + 4 * P, P, base + 3, &r[3]);
+	mwt_unwatch(m, &r[3]); /* valid: ret 0 */
 	mwt_watch(m, buf, P, base, &r[0]);
 	mprotect(buf, P, PROT_READ);
 	munmap(buf, P);
 	mwt_unwatch(m, &r[0]); /* already dead: ENOENT */
 	mwt_watch(m, buf + P, P, base + 1, &r[1]);
 	mwt_watch(m, buf + 2 * P, P, base + 2, &r[2]);
-	munmap(buf + P, 3 * P); /* 2 events into 1 entry: overflow */
+	munmap(buf + P, 4 * P); /* 2 events into 1 entry: overflow */
 }
 
 FIXTURE(tr)
@@ -141,8 +144,8 @@ FIXTURE_TEARDOWN(tr)
 TEST_F(tr, events_in_tracefs)
 {
 	uint64_t base = (uint64_t)getpid() << 8;
-	struct mmuwatch_range r[3];
-	char *t, ck[64], tok[96];
+	struct mmuwatch_range r[4];
+	char *t, ck[64], tok[160];
 
 	ASSERT_EQ(0, put(self->dir, "events/mmuwatch/enable", "1"));
 	exercise(&self->m, base, r);
@@ -156,9 +159,21 @@ TEST_F(tr, events_in_tracefs)
 	/* The munmap of the first watch: fired with reason unmap. */
 	EXPECT_TRUE(has_line(t, ck, "reason=unmap fired=1"));
 	snprintf(tok, sizeof(tok),
-		 "mmuwatch_unwatch: slot=%u token=%llu ret=-2", r[0].slot,
+		 "mmuwatch_unwatch: cookie=0 slot=%u token=%llu range=0-0 "
+		 "persistent=0 ret=-2", r[0].slot,
 		 (unsigned long long)r[0].token);
 	EXPECT_TRUE(has_line(t, tok, NULL));
+	/* WATCH and UNWATCH of the fourth watch: the same fields. */
+	snprintf(ck, sizeof(ck), "cookie=%llu ", (unsigned long long)base + 3);
+	snprintf(tok, sizeof(tok), "slot=%u token=%llu range=", r[3].slot,
+		 (unsigned long long)r[3].token);
+	EXPECT_TRUE(has_line(t, "mmuwatch_watch: ", ck) &&
+		    has_line(t, ck, tok));
+	EXPECT_TRUE(has_line(t, "mmuwatch_unwatch: ", ck));
+	snprintf(tok, sizeof(tok), "mmuwatch_unwatch: cookie=%llu slot=%u "
+		 "token=%llu range=", (unsigned long long)base + 3, r[3].slot,
+		 (unsigned long long)r[3].token);
+	EXPECT_TRUE(has_line(t, tok, "persistent=0 ret=0"));
 	EXPECT_TRUE(has_line(t, "mmuwatch_ring_overflow: entries=1 ", NULL));
 	free(t);
 }
@@ -166,7 +181,7 @@ TEST_F(tr, events_in_tracefs)
 TEST_F(tr, control_disabled_leaves_nothing)
 {
 	uint64_t base = ((uint64_t)getpid() << 8) | 0x80;
-	struct mmuwatch_range r[3];
+	struct mmuwatch_range r[4];
 	char *t, ck[64];
 
 	ASSERT_EQ(0, put(self->dir, "events/mmuwatch/enable", "0"));

@@ -108,6 +108,10 @@
  *   notified as MMU_NOTIFY_CLEAR over the whole 2 MiB: the watch is
  *   invalidated (reason CLEAR) even though the pages stay put. This errs
  *   on the safe side (a spurious re-registration, never a stale one).
+ *   The same CLEAR over a whole 2 MiB block comes without any huge page
+ *   (THP off, MADV_NOHUGEPAGE) when an anonymous VMA that covers the
+ *   whole block is split inside it (munmap/mprotect/madvise of a part):
+ *   the kernel notifies before it checks whether the PMD is huge.
  *   The selftests that expect mprotect to be filtered map their buffers
  *   with MADV_NOHUGEPAGE inside one 2 MiB block so no split can occur.
  * - Persistent watches (MMUWATCH_WATCH_F_PERSISTENT, advertised by

@@ -5,6 +5,9 @@
 # 100 load/unload cycles. The module is loaded when this starts (vm/check.sh)
 # and is loaded again when it ends. Exit non-zero on any failure.
 # MWT_ONLY="name ..." runs only those programs (and "loadunload").
+# The programs grew (wake_test, the persistent WATCH race); a loaded 2-core
+# host pushed 6.12 past the default 300 s in the load/unload cycles at the end.
+# MW_TIMEOUT=450
 set -u
 TOP=${MW_TOP:?}
 BIN=$TOP/build/tests/selftests

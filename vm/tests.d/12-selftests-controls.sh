@@ -12,7 +12,13 @@
 #    mmuwatch-smoke) with every event one page off (MWT_MUTATE=1): the
 #    tests that check an event fail (the slot-reuse ones among them), the
 #    others pass.
-# MW_TIMEOUT=120
+#  - wake_test with MWT_WAKE_CONTROL=1: both tests fail (the reader that
+#    consumes after each wake-up counts more than one; the reader that
+#    leaves events behind is caught asleep with events pending);
+#  - persistent_test watch_race_one_event with MWT_PERSIST_CONTROL=1 (the
+#    checker sees the old module's extra event) fails, unless the race was
+#    not hit at all (skip).
+# MW_TIMEOUT=240
 set -u
 BIN=${MW_TOP:?}/build/tests/selftests
 export MWT_REQUIRE_DEVICE=1
@@ -22,7 +28,7 @@ tap() { # ok|not-ok description
 	if [ "$1" = ok ]; then echo "ok $n $2"; else echo "not ok $n $2"; fail=1; fi
 }
 echo "TAP version 13"
-echo "1..4"
+echo "1..6"
 
 out=$(MWT_FIXTURES=hugetlb MWT_MUTATE=1 "$BIN/sources_test" 2>&1)
 printf '%s\n' "$out" | grep -E '^(not )?ok ' | grep -v 'not in MWT_FIXTURES' | sed 's/^/#   mutated: /'
@@ -65,4 +71,23 @@ mutated batch_test "pass:1 fail:2" "batch.mutated_events_fail" \
 	unwatch_batch whole_batch_fires
 mutated words_test "pass:3 fail:7" "words.mutated_reuse_events_fail" \
 	old_token_dead_after_unwatch old_token_dead_after_reap
+out=$(MWT_WAKE_CONTROL=1 "$BIN/wake_test" 2>&1)
+tot=$(printf '%s\n' "$out" | grep '^# Totals:')
+printf '%s\n' "$out" | grep -E 'wake-ups|^(not )?ok ' | sed 's/^/#   control: /'
+if [[ "$tot" == "# Totals: pass:0 fail:2 "* ]]; then
+	tap ok "wake.controls_fail ($tot)"
+else
+	tap not-ok "wake.controls_fail (expected pass:0 fail:2, got: $tot)"
+fi
+
+out=$(MWT_PERSIST_CONTROL=1 "$BIN/persistent_test" 2>&1)
+tot=$(printf '%s\n' "$out" | grep '^# Totals:')
+printf '%s\n' "$out" | grep -E 'races|^(not )?ok ' | sed 's/^/#   control: /'
+if printf '%s\n' "$out" | grep -q '^not ok .*watch_race_one_event'; then
+	tap ok "persistent.race_control_fails ($tot)"
+elif printf '%s\n' "$out" | grep -q '^ok .*watch_race_one_event *# *SKIP'; then
+	tap ok "persistent.race_control_fails # SKIP race not hit"
+else
+	tap not-ok "persistent.race_control_fails (expected fail:1, got: $tot)"
+fi
 exit $fail
