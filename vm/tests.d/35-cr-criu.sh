@@ -49,7 +49,9 @@ alive() { kill -0 "$1" 2>/dev/null; }
 pids=()
 # A restored process is criu's child, not in this script's process group:
 # the suite would not kill it, and it holds the device.
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done' EXIT
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+trap 'cleanup; exit 1' TERM INT
 echo "TAP version 13"
 # criu's first run measures the kernel (kerndat, ~90 s under TCG) and
 # caches it in /run: let it do that while the library tests run.
@@ -87,7 +89,12 @@ signal() {
 	kill -USR2 "$pid" && wait_file "$d/status" "$1 0" 60
 	rc=$?
 	echo "#   $1: $(bc <<< "$EPOCHREALTIME - $t0" | cut -c1-5) s"
-	[ $rc = 0 ] || sed 's/^/#   app: /' "$d/app.log" | tail -5
+	if [ $rc != 0 ]; then
+		sed 's/^/#   app: /' "$d/app.log" | tail -5
+		for t in /proc/"$pid"/task/*; do
+			echo "#   thread ${t##*/}: $(tr '\n' ' ' < "$t/stat" | cut -d' ' -f3) wchan $(cat "$t/wchan" 2>/dev/null)"
+		done
+	fi
 	return $rc
 }
 # dump DIR [criu options]
@@ -120,6 +127,7 @@ if start run; then
 	sleep 1
 	# dump + restore, twice
 	for c in 1 2; do
+		echo "#   cycle $c: checkpoint"
 		signal checkpoint || { nok "cycle $c: quiesce"; break; }
 		if dump "$W/img$c"; then
 			ok "cycle $c: criu dump (process gone: $(alive $pid && echo no || echo yes))"
