@@ -180,8 +180,8 @@ if start noq --no-notify; then
 	if dump "$W/imgn"; then
 		nok "negative control: criu dumped a process holding /dev/mmuwatch"
 	else
-		msg=$(grep -m1 -i -e mmuwatch -e 'char' "$W/imgn/dump.log")
-		echo "#   criu: $msg"
+		grep -E 'Error|mmuwatch' "$W/imgn/dump.log" | head -6 | sed 's/^/#   criu: /'
+		msg=$(grep -m1 -E 'Error.*(mmuwatch|chr|char|device)' "$W/imgn/dump.log")
 		if alive "$pid" && [ -n "$msg" ]; then
 			ok "negative control: criu refuses an open /dev/mmuwatch, the process runs on"
 		else
