@@ -176,6 +176,8 @@ static void atfork_child(void)
 	pthread_mutex_init(&mwu_core.lock, NULL);
 	mwu_stats_atfork_child();
 	mwu_helper_atfork_child();
+	mwu_cr_atfork_child();
+	mwu_cr_signal_atfork_child();
 	mwu_callbacks_atfork_child();
 	if (mwu_core.source == MW_SOURCE_KERNEL && mwu_kernel_atfork_child()) {
 		/* Without a context no watch can be made: a kernel source

@@ -319,3 +319,12 @@ void mwu_cr_closing(void)
 	/* Open the gate: gets waiting in it see the state and fail. */
 	gate_set(0);
 }
+
+/* fork child: only the forking thread survives; a phase another thread
+ * was running died with it (its locks are re-made, the state kept). */
+void mwu_cr_atfork_child(void)
+{
+	pthread_mutex_init(&cr_lock, NULL);
+	pthread_mutex_init(&gate_lock, NULL);
+	pthread_cond_init(&gate_cond, NULL);
+}

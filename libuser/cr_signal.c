@@ -186,3 +186,17 @@ void mwu_cr_signal_stop(void)
 	stop_locked();
 	pthread_mutex_unlock(&sig_lock);
 }
+
+/* fork child: the thread did not survive; the signal goes back to what
+ * it was (the child may call mw_cr_signal() again). */
+void mwu_cr_signal_atfork_child(void)
+{
+	pthread_mutex_init(&sig_lock, NULL);
+	if (!sig_no)
+		return;
+	sigaction(sig_no, &old_act, NULL);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	pipefd[0] = pipefd[1] = -1;
+	sig_no = 0;
+}

@@ -221,5 +221,7 @@ MWU_HIDDEN unsigned mwu_cr_timeout_ms(void);
 MWU_HIDDEN void mwu_cr_opened(void);
 MWU_HIDDEN void mwu_cr_closing(void);
 MWU_HIDDEN void mwu_cr_signal_stop(void);
+MWU_HIDDEN void mwu_cr_signal_atfork_child(void);
+MWU_HIDDEN void mwu_cr_atfork_child(void);
 
 #endif /* MWU_INTERNAL_H */
