@@ -25,6 +25,9 @@
  * (--quick: at most 9 rounds and, unless --max-regions, 100k regions.)
  * MW_BENCH_UCX / MW_BENCH_UCX_LATEST: the UCX helper binaries (default:
  * next to this one); a missing latest helper prints one skip line.
+ * Linked with the test variant of the library (libmmuwatch-test.a, see
+ * libuser/README.md): the validation-cost figure needs a cache without the
+ * validity check (MW_RCACHE_F_TEST_NO_INVALIDATE).
  */
 #include <limits.h>
 #include <pthread.h>
