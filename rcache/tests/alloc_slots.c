@@ -18,41 +18,11 @@
 #include <limits.h>
 #include <sys/mman.h>
 
-#include "mmuwatch/mmuwatch.h"
+#include "hookstest.h"
 #include "subtest.h"
 
 #define PAGE 4096UL
 #define LEN  (16 * PAGE)
-
-static long regs;
-
-static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
-{
-	(void)ctx;
-	(void)addr;
-	(void)len;
-	(void)r;
-	__atomic_fetch_add(&regs, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static void c_dereg(void *ctx, struct mw_region *r)
-{
-	(void)ctx;
-	(void)r;
-}
-
-static const struct mw_reg_ops c_ops = {.reg = c_reg, .dereg = c_dereg};
-
-static int getput(struct mw_rcache *rc, const void *a, size_t len)
-{
-	struct mw_region *r;
-	int ret = mw_rcache_get(rc, a, len, 0, &r);
-
-	if (!ret)
-		ret = mw_rcache_put(rc, r);
-	return ret;
-}
 
 /* Poll the support word (each call runs the bypass check) for s seconds. */
 static int free_lost_within(double s)
@@ -70,13 +40,11 @@ static int free_lost_within(double s)
 static void *load(int (**redirect)(int), void *(**alloc)(size_t),
 		  void (**release)(void *))
 {
-	char lib[PATH_MAX], *slash;
+	char lib[PATH_MAX];
 	void *h;
 
-	if (readlink("/proc/self/exe", lib, sizeof(lib) - 32) < 0 ||
-	    !(slash = strrchr(lib, '/')))
+	if (sibling(lib, sizeof(lib), "libmwt_ownalloc.so"))
 		return NULL;
-	strcpy(slash + 1, "libmwt_ownalloc.so");
 	h = dlopen(lib, RTLD_NOW);
 	if (!h) {
 		printf("# dlopen %s: %s\n", lib, dlerror());

@@ -20,41 +20,11 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "mmuwatch/mmuwatch.h"
+#include "hookstest.h"
 #include "subtest.h"
 
 #define PAGE 4096UL
 #define LEN  (4 * PAGE)
-
-static long regs;
-
-static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
-{
-	(void)ctx;
-	(void)addr;
-	(void)len;
-	(void)r;
-	__atomic_fetch_add(&regs, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static void c_dereg(void *ctx, struct mw_region *r)
-{
-	(void)ctx;
-	(void)r;
-}
-
-static const struct mw_reg_ops c_ops = {.reg = c_reg, .dereg = c_dereg};
-
-static int getput(struct mw_rcache *rc, const void *a, size_t len)
-{
-	struct mw_region *r;
-	int ret = mw_rcache_get(rc, a, len, 0, &r);
-
-	if (!ret)
-		ret = mw_rcache_put(rc, r);
-	return ret;
-}
 
 static char lib[PATH_MAX];
 
@@ -72,7 +42,7 @@ static int window(int control)
 	struct mw_rcache *rc = NULL;
 	struct pollfd pf;
 	struct mw_stats st;
-	char env[32], c = 1, *b, *q, *slash;
+	char env[32], c = 1, *b, *q;
 	pthread_t t;
 	void *h;
 
@@ -83,10 +53,8 @@ static int window(int control)
 		     mw_source_name(mw_source()));
 	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
 		SKIP("the hooks source does not guarantee caching here");
-	if (readlink("/proc/self/exe", lib, sizeof(lib) - 32) < 0 ||
-	    !(slash = strrchr(lib, '/')))
+	if (sibling(lib, sizeof(lib), "libmwt_ctorpatch.so"))
 		return 2;
-	strcpy(slash + 1, "libmwt_ctorpatch.so");
 	CHECK(!mw_rcache_create(&p, &rc), "create");
 	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
