@@ -401,8 +401,8 @@ static void *spawner(void *arg)
  * has done its share (the reclaim loop keeps going while the spawner is
  * short of its floor and the other way round, so they overlap for all
  * of it). On a loaded host or an emulated guest the floors take longer
- * instead of failing; only a side starved for RACE_CAP_S fails "both
- * sides ran". The floors are twice the old 1.5 s thresholds (which the
+ * instead of failing; only a side starved for RACE_CAP_S (times
+ * MW_TIMEOUT_SCALE: the debug kernel) fails "both sides ran". The floors are twice the old 1.5 s thresholds (which the
  * TCG guest met); unloaded, the host does ~50x them. */
 #define RACE_MIN_S 1.5
 #define RACE_ITERS 200
@@ -428,7 +428,7 @@ static int t_thread_exit_race(void)
 	t0 = sub_now();
 	while ((sub_now() - t0 < RACE_MIN_S || iters < RACE_ITERS ||
 		__atomic_load_n(&race_threads, __ATOMIC_ACQUIRE) < RACE_THREADS) &&
-	       sub_now() - t0 < RACE_CAP_S) {
+	       sub_now() - t0 < RACE_CAP_S * sub_timeout_scale()) {
 		char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -446,7 +446,7 @@ static int t_thread_exit_race(void)
 	      sub_now() - t0);
 	CHECK(iters >= RACE_ITERS && race_threads >= RACE_THREADS,
 	      "both sides ran (floors %d iterations, %d threads; cap %.0f s)",
-	      RACE_ITERS, RACE_THREADS, RACE_CAP_S);
+	      RACE_ITERS, RACE_THREADS, RACE_CAP_S * sub_timeout_scale());
 	mw_rcache_flush(race_rc);
 	errs = (unsigned long)mw_rcache_destroy(race_rc);
 	CHECK(errs == 0 && C.live == 0,
