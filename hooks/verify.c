@@ -279,7 +279,7 @@ static const struct {
 	{"valloc", (void *)mw_i_valloc, A_ALLOC},
 	{"pvalloc", (void *)mw_i_pvalloc, A_ALLOC},
 };
-#define NA (sizeof(afns) / sizeof(afns[0]))
+#define NA	    (sizeof(afns) / sizeof(afns[0]))
 #define ALLOC_PROBE (64UL << 20)
 
 static struct mw_elf alibc;
@@ -350,8 +350,9 @@ static int mw_lazy_stub(const struct gwalk *g, uintptr_t v)
 			continue;
 		if (c[0] == 0x68)
 			return 1;
-		return v + 9 <= a + p->p_memsz && c[0] == 0xf3 && c[1] == 0x0f &&
-		       c[2] == 0x1e && c[3] == 0xfa && c[4] == 0x68;
+		return v + 9 <= a + p->p_memsz && c[0] == 0xf3 &&
+		       c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa &&
+		       c[4] == 0x68;
 	}
 	return 0;
 }
@@ -363,9 +364,9 @@ static void mw_note_alloc(struct gwalk *g, const char *nm, uintptr_t v)
 	for (k = 0; k < NA; k++) {
 		if (strcmp(nm, afns[k].name) != 0)
 			continue;
-		if (v && v != (uintptr_t)afns[k].ours &&
-		    !mw_lazy_stub(g, v) &&
-		    !(have_alibc == 1 && v == mw_elf_lookup(&alibc, nm, NULL)) &&
+		if (v && v != (uintptr_t)afns[k].ours && !mw_lazy_stub(g, v) &&
+		    !(have_alibc == 1 &&
+		      v == mw_elf_lookup(&alibc, nm, NULL)) &&
 		    !g->aval[afns[k].kind])
 			g->aval[afns[k].kind] = v;
 		return;
@@ -407,20 +408,22 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 		mw_lose(mw_fn_lost_bit(f), nm);
 }
 
-static void mw_check_import(const struct mw_elf *e, const char *nm,
-			    void **slot, void *arg)
+static void mw_check_import(const struct mw_elf *e, const char *nm, void **slot,
+			    void *arg)
 {
 	size_t k;
 
 	if (alloc_test_off != 1)
-		mw_note_alloc(arg, nm,
-			      __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE));
+		mw_note_alloc(
+			arg, nm,
+			__atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE));
 	for (k = 0; k < NF; k++) {
 		if (strcmp(nm, fns[k].name) != 0)
 			continue;
-		mw_check_slot(e, arg, nm,
-			      __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE),
-			      k);
+		mw_check_slot(
+			e, arg, nm,
+			__atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE),
+			k);
 		break;
 	}
 }
@@ -506,8 +509,8 @@ static unsigned mw_hooks_check_f(int wait)
 	/* After a load (wait): walk now, and leave load_seen for the next
 	 * check as well: what the loaded library's users do right after the
 	 * load (UCX's reloc patching at its init) is not inside it. */
-	if (wait || adds != adds_seen ||
-	    atomic_exchange(&load_seen, 0) || now >= next_full_ns) {
+	if (wait || adds != adds_seen || atomic_exchange(&load_seen, 0) ||
+	    now >= next_full_ns) {
 		adds_seen = adds;
 		next_full_ns = now + 1000000000LL;
 		dl_iterate_phdr(mw_got_cb, NULL);

@@ -44,7 +44,7 @@ extern const char *mw_hooks_lost_what(void) __attribute__((weak));
 extern void mw_hooks_set_load_cb(mw_load_fn fn) __attribute__((weak));
 
 static unsigned lost_done;
-static unsigned load_held;	/* bits out of the word for loads (below) */
+static unsigned load_held; /* bits out of the word for loads (below) */
 
 /* Support bits that depend on each hook (see hooks/README.md's table). */
 static unsigned bits_of(unsigned lost)
@@ -76,14 +76,16 @@ static void guard_check(int now)
 	if (mwu_core.source != MW_SOURCE_HOOKS || !mw_hooks_check ||
 	    __atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
-	lost = now && mw_hooks_check_now ? mw_hooks_check_now() : mw_hooks_check();
+	lost = now && mw_hooks_check_now ? mw_hooks_check_now()
+					 : mw_hooks_check();
 	fresh = lost & ~__atomic_load_n(&lost_done, __ATOMIC_ACQUIRE);
 	if (!fresh || (__atomic_fetch_or(&lost_done, fresh, __ATOMIC_ACQ_REL) &
 		       fresh) == fresh)
 		return;
 	drop = bits_of(fresh);
 	old = __atomic_fetch_and(&mwu_guarantee, ~drop, __ATOMIC_ACQ_REL) |
-	      __atomic_load_n(&load_held, __ATOMIC_RELAXED);	/* for the message */
+	      __atomic_load_n(&load_held,
+			      __ATOMIC_RELAXED); /* for the message */
 	mwu_stat_add(MWU_ST_HOOKS_LOST, 1);
 	snprintf(msg, sizeof(msg),
 		 "mmuwatch: warning: hooks bypassed by another library (%s): "
@@ -105,13 +107,13 @@ void mwu_guard_check(void)
 }
 
 /* Support bits a library load can take away (all of the hooks' paths). */
-#define LOAD_BITS                                                             \
-	(MW_SUPPORT_MUNMAP | MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE |         \
-	 MW_SUPPORT_MAP_FIXED | MW_SUPPORT_BRK | MW_SUPPORT_SHMDT |           \
+#define LOAD_BITS                                                              \
+	(MW_SUPPORT_MUNMAP | MW_SUPPORT_MREMAP | MW_SUPPORT_MADVISE |          \
+	 MW_SUPPORT_MAP_FIXED | MW_SUPPORT_BRK | MW_SUPPORT_SHMDT |            \
 	 MW_SUPPORT_FREE)
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned loads;		/* in progress, under load_lock */
+static unsigned loads; /* in progress, under load_lock */
 
 int mwu_guard_loading(void)
 {
@@ -143,11 +145,12 @@ static void guard_load(int begin)
 	/* Outside the lock: the check walks the loaded objects. */
 	guard_check(1);
 	pthread_mutex_lock(&load_lock);
-	if (!loads) {	/* else the next load's end puts them back */
-		__atomic_fetch_or(&mwu_guarantee,
-				  load_held & ~bits_of(__atomic_load_n(
-						      &lost_done, __ATOMIC_ACQUIRE)),
-				  __ATOMIC_ACQ_REL);
+	if (!loads) { /* else the next load's end puts them back */
+		__atomic_fetch_or(
+			&mwu_guarantee,
+			load_held & ~bits_of(__atomic_load_n(&lost_done,
+							     __ATOMIC_ACQUIRE)),
+			__ATOMIC_ACQ_REL);
 		__atomic_store_n(&load_held, 0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&load_lock);

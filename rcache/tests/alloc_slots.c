@@ -18,37 +18,11 @@
 #include <limits.h>
 #include <sys/mman.h>
 
-#include "mmuwatch/mmuwatch.h"
+#include "hookstest.h"
 #include "subtest.h"
 
 #define PAGE 4096UL
-#define LEN (16 * PAGE)
-
-static long regs;
-
-static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
-{
-	(void)ctx; (void)addr; (void)len; (void)r;
-	__atomic_fetch_add(&regs, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static void c_dereg(void *ctx, struct mw_region *r)
-{
-	(void)ctx; (void)r;
-}
-
-static const struct mw_reg_ops c_ops = { .reg = c_reg, .dereg = c_dereg };
-
-static int getput(struct mw_rcache *rc, const void *a, size_t len)
-{
-	struct mw_region *r;
-	int ret = mw_rcache_get(rc, a, len, 0, &r);
-
-	if (!ret)
-		ret = mw_rcache_put(rc, r);
-	return ret;
-}
+#define LEN  (16 * PAGE)
 
 /* Poll the support word (each call runs the bypass check) for s seconds. */
 static int free_lost_within(double s)
@@ -66,13 +40,11 @@ static int free_lost_within(double s)
 static void *load(int (**redirect)(int), void *(**alloc)(size_t),
 		  void (**release)(void *))
 {
-	char lib[PATH_MAX], *slash;
+	char lib[PATH_MAX];
 	void *h;
 
-	if (readlink("/proc/self/exe", lib, sizeof(lib) - 32) < 0 ||
-	    !(slash = strrchr(lib, '/')))
+	if (sibling(lib, sizeof(lib), "libmwt_ownalloc.so"))
 		return NULL;
-	strcpy(slash + 1, "libmwt_ownalloc.so");
 	h = dlopen(lib, RTLD_NOW);
 	if (!h) {
 		printf("# dlopen %s: %s\n", lib, dlerror());
@@ -86,7 +58,7 @@ static void *load(int (**redirect)(int), void *(**alloc)(size_t),
 
 static int own_allocator(int control)
 {
-	struct mw_rcache_params p = { .ops = &c_ops };
+	struct mw_rcache_params p = {.ops = &c_ops};
 	struct mw_rcache *rc = NULL;
 	int (*redirect)(int);
 	void *(*alloc)(size_t);
@@ -99,7 +71,8 @@ static int own_allocator(int control)
 	if (mw_init())
 		return 1;
 	if (mw_source() != MW_SOURCE_HOOKS)
-		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+		SKIP("hooks source only (source %s)",
+		     mw_source_name(mw_source()));
 	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
 		SKIP("the hooks source does not guarantee caching here");
 	if (!load(&redirect, &alloc, &release))
@@ -113,7 +86,7 @@ static int own_allocator(int control)
 		return 2;
 	memset(b, 1, LEN);
 	errs += getput(rc, b, LEN) != 0;
-	release(b);	/* unmapped with a raw system call */
+	release(b); /* unmapped with a raw system call */
 	q = mmap(b, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
 	if (q != b)
@@ -124,21 +97,30 @@ static int own_allocator(int control)
 	fresh = regs - before;
 	CHECK(!errs, "no errors");
 	if (control) {
-		CHECK(!lost && fresh == 0, "negative control: FREE kept, the get "
-		      "after the unseen free was a stale hit (%ld fresh)", fresh);
+		CHECK(!lost && fresh == 0,
+		      "negative control: FREE kept, the get "
+		      "after the unseen free was a stale hit (%ld fresh)",
+		      fresh);
 		return sub_failed;
 	}
 	mw_stats_get(&st);
-	CHECK(lost && st.hooks_lost >= 1, "FREE dropped within 2.5 s (support "
-	      "%#x, hooks_lost %llu)", mw_support(),
-	      (unsigned long long)st.hooks_lost);
-	CHECK(fresh == 1, "the get after the unseen free registered afresh (%ld)",
-	      fresh);
+	CHECK(lost && st.hooks_lost >= 1,
+	      "FREE dropped within 2.5 s (support "
+	      "%#x, hooks_lost %llu)",
+	      mw_support(), (unsigned long long)st.hooks_lost);
+	CHECK(fresh == 1,
+	      "the get after the unseen free registered afresh (%ld)", fresh);
 	return sub_failed;
 }
 
-static int t_own(void) { return own_allocator(0); }
-static int t_own_control(void) { return own_allocator(1); }
+static int t_own(void)
+{
+	return own_allocator(0);
+}
+static int t_own_control(void)
+{
+	return own_allocator(1);
+}
 
 static int t_wrapper(void)
 {
@@ -150,7 +132,8 @@ static int t_wrapper(void)
 	if (mw_init())
 		return 1;
 	if (mw_source() != MW_SOURCE_HOOKS)
-		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+		SKIP("hooks source only (source %s)",
+		     mw_source_name(mw_source()));
 	if (!(mw_support() & MW_SUPPORT_FREE))
 		SKIP("FREE is not claimed here");
 	if (!load(&redirect, &alloc, &release))
@@ -158,17 +141,21 @@ static int t_wrapper(void)
 	CHECK(redirect(0) == 1, "the library wrapped its free slot");
 	b = alloc(LEN);
 	release(b);
-	CHECK(!free_lost_within(1.5), "a forwarding free wrapper keeps FREE "
-	      "(support %#x)", mw_support());
+	CHECK(!free_lost_within(1.5),
+	      "a forwarding free wrapper keeps FREE "
+	      "(support %#x)",
+	      mw_support());
 	return sub_failed;
 }
 
 static const struct subtest tests[] = {
-	{ "own_allocator", t_own, { "MMUWATCH_HELPER=0", NULL } },
-	{ "own_allocator_negative_control", t_own_control,
-	  { "MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1", NULL } },
-	{ "forwarding_free_no_false_alarm", t_wrapper,
-	  { "MMUWATCH_HELPER=0", NULL } },
+	{"own_allocator", t_own, {"MMUWATCH_HELPER=0", NULL}},
+	{"own_allocator_negative_control",
+	 t_own_control,
+	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1", NULL}},
+	{"forwarding_free_no_false_alarm",
+	 t_wrapper,
+	 {"MMUWATCH_HELPER=0", NULL}},
 };
 
 int main(int argc, char **argv)

@@ -27,8 +27,8 @@ static int their_munmap(void *a, size_t n)
 __attribute__((constructor)) static void patch(void)
 {
 	const char *ack = getenv("MWT_CTOR_ACK"), *go = getenv("MWT_CTOR_GO");
-	unsigned char *f, code[13] = { 0x49, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0,
-				       0x41, 0xff, 0xe3 };
+	unsigned char *f, code[13] = {0x49, 0xbb, 0, 0,	   0,	 0,   0,
+				      0,    0,	  0, 0x41, 0xff, 0xe3};
 	uintptr_t to = (uintptr_t)their_munmap, pg;
 	char c = 1;
 
@@ -38,7 +38,8 @@ __attribute__((constructor)) static void patch(void)
 	if (f) {
 		memcpy(code + 2, &to, 8);
 		pg = (uintptr_t)f & ~(uintptr_t)4095;
-		if (!mprotect((void *)pg, 8192, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+		if (!mprotect((void *)pg, 8192,
+			      PROT_READ | PROT_WRITE | PROT_EXEC)) {
 			memcpy(f, code, sizeof(code));
 			mprotect((void *)pg, 8192, PROT_READ | PROT_EXEC);
 		}

@@ -20,37 +20,11 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "mmuwatch/mmuwatch.h"
+#include "hookstest.h"
 #include "subtest.h"
 
 #define PAGE 4096UL
-#define LEN (4 * PAGE)
-
-static long regs;
-
-static int c_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
-{
-	(void)ctx; (void)addr; (void)len; (void)r;
-	__atomic_fetch_add(&regs, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static void c_dereg(void *ctx, struct mw_region *r)
-{
-	(void)ctx; (void)r;
-}
-
-static const struct mw_reg_ops c_ops = { .reg = c_reg, .dereg = c_dereg };
-
-static int getput(struct mw_rcache *rc, const void *a, size_t len)
-{
-	struct mw_region *r;
-	int ret = mw_rcache_get(rc, a, len, 0, &r);
-
-	if (!ret)
-		ret = mw_rcache_put(rc, r);
-	return ret;
-}
+#define LEN  (4 * PAGE)
 
 static char lib[PATH_MAX];
 
@@ -62,26 +36,25 @@ static void *loader(void *arg)
 
 static int window(int control)
 {
-	struct mw_rcache_params p = { .ops = &c_ops };
+	struct mw_rcache_params p = {.ops = &c_ops};
 	int ack[2], go[2], errs = 0;
 	long hits = 0, before, fresh;
 	struct mw_rcache *rc = NULL;
 	struct pollfd pf;
 	struct mw_stats st;
-	char env[32], c = 1, *b, *q, *slash;
+	char env[32], c = 1, *b, *q;
 	pthread_t t;
 	void *h;
 
 	if (mw_init())
 		return 1;
 	if (mw_source() != MW_SOURCE_HOOKS)
-		SKIP("hooks source only (source %s)", mw_source_name(mw_source()));
+		SKIP("hooks source only (source %s)",
+		     mw_source_name(mw_source()));
 	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
 		SKIP("the hooks source does not guarantee caching here");
-	if (readlink("/proc/self/exe", lib, sizeof(lib) - 32) < 0 ||
-	    !(slash = strrchr(lib, '/')))
+	if (sibling(lib, sizeof(lib), "libmwt_ctorpatch.so"))
 		return 2;
-	strcpy(slash + 1, "libmwt_ctorpatch.so");
 	CHECK(!mw_rcache_create(&p, &rc), "create");
 	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
@@ -122,33 +95,48 @@ static int window(int control)
 	if (write(go[1], &c, 1) != 1)
 		return 2;
 	pthread_join(t, &h);
-	CHECK(h != NULL, "the patching library loaded (%s)", h ? lib : dlerror());
-	CHECK(!errs, "no errors (%ld gets during the load before the patch)", hits);
+	CHECK(h != NULL, "the patching library loaded (%s)",
+	      h ? lib : dlerror());
+	CHECK(!errs, "no errors (%ld gets during the load before the patch)",
+	      hits);
 	if (control) {
-		CHECK(fresh == 0, "negative control: the get inside the load was a "
-		      "stale hit (%ld fresh registrations)", fresh);
+		CHECK(fresh == 0,
+		      "negative control: the get inside the load was a "
+		      "stale hit (%ld fresh registrations)",
+		      fresh);
 		return sub_failed;
 	}
-	CHECK(fresh == 1, "the get inside the load registered afresh (%ld)", fresh);
+	CHECK(fresh == 1, "the get inside the load registered afresh (%ld)",
+	      fresh);
 	mw_stats_get(&st);
 	CHECK(!(mw_support() & MW_SUPPORT_MUNMAP) && st.hooks_lost >= 1,
-	      "after the load the lost hook is known: support %#x, hooks_lost %llu",
+	      "after the load the lost hook is known: support %#x, hooks_lost "
+	      "%llu",
 	      mw_support(), (unsigned long long)st.hooks_lost);
 	before = regs;
 	errs += getput(rc, b, LEN) != 0;
 	errs += getput(rc, b, LEN) != 0;
-	CHECK(!errs && regs - before == 2, "and the cache stays uncached: %ld "
-	      "registrations for 2 gets", regs - before);
+	CHECK(!errs && regs - before == 2,
+	      "and the cache stays uncached: %ld "
+	      "registrations for 2 gets",
+	      regs - before);
 	return sub_failed;
 }
 
-static int t_window(void) { return window(0); }
-static int t_window_control(void) { return window(1); }
+static int t_window(void)
+{
+	return window(0);
+}
+static int t_window_control(void)
+{
+	return window(1);
+}
 
 static const struct subtest tests[] = {
-	{ "dlopen_window", t_window, { "MMUWATCH_HELPER=0", NULL } },
-	{ "dlopen_window_negative_control", t_window_control,
-	  { "MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1", NULL } },
+	{"dlopen_window", t_window, {"MMUWATCH_HELPER=0", NULL}},
+	{"dlopen_window_negative_control",
+	 t_window_control,
+	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1", NULL}},
 };
 
 int main(int argc, char **argv)

@@ -76,8 +76,8 @@ static int self(struct dl_phdr_info *info, size_t sz, void *arg)
 	const ElfW(Dyn) *d = NULL;
 	const ElfW(Sym) *sym = NULL;
 	const char *str = NULL;
-	const ElfW(Rela) *rel[2] = { NULL, NULL };
-	size_t relsz[2] = { 0, 0 };
+	const ElfW(Rela) * rel[2] = {NULL, NULL};
+	size_t relsz[2] = {0, 0};
 	Dl_info di;
 
 	(void)sz;
@@ -86,7 +86,8 @@ static int self(struct dl_phdr_info *info, size_t sz, void *arg)
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+			d = (const void *)(info->dlpi_addr +
+					   info->dlpi_phdr[i].p_vaddr);
 	for (; d && d->d_tag != DT_NULL; d++) {
 		if (d->d_tag == DT_SYMTAB)
 			sym = (const void *)d->d_un.d_ptr;
@@ -104,16 +105,20 @@ static int self(struct dl_phdr_info *info, size_t sz, void *arg)
 	if (!sym || !str)
 		return 1;
 	for (int k = 0; k < 2; k++) {
-		for (size_t i = 0; rel[k] && i < relsz[k] / sizeof(ElfW(Rela)); i++) {
-			const char *nm = str + sym[ELF64_R_SYM(rel[k][i].r_info)].st_name;
-			void **slot = (void **)(info->dlpi_addr + rel[k][i].r_offset);
+		for (size_t i = 0; rel[k] && i < relsz[k] / sizeof(ElfW(Rela));
+		     i++) {
+			const char *nm =
+				str +
+				sym[ELF64_R_SYM(rel[k][i].r_info)].st_name;
+			void **slot =
+				(void **)(info->dlpi_addr + rel[k][i].r_offset);
 
 			if (w->own && !strcmp(nm, "malloc")) {
 				put_slot(slot, (void *)own_malloc);
 				w->n++;
 			} else if (!strcmp(nm, "free")) {
-				put_slot(slot, w->own ? (void *)own_free :
-							(void *)wrap_free);
+				put_slot(slot, w->own ? (void *)own_free
+						      : (void *)wrap_free);
 				w->n++;
 			}
 		}
@@ -123,7 +128,7 @@ static int self(struct dl_phdr_info *info, size_t sz, void *arg)
 
 __attribute__((visibility("default"))) int oal_redirect(int own)
 {
-	struct walk w = { own, 0 };
+	struct walk w = {own, 0};
 
 	next_free = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
 	dl_iterate_phdr(self, &w);

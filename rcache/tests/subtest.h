@@ -5,7 +5,8 @@
  * need init not to have happened, or print at exit). Without arguments the
  * program re-executes itself once per subtest (/proc/self/exe --sub NAME,
  * with that subtest's extra environment), captures its output and prints
- * TAP: exit 0 = ok, 77 = skip, anything else (a signal, the 60 s alarm)
+ * TAP: exit 0 = ok, 77 = skip, anything else (a signal, the 60 s alarm,
+ * times MW_TIMEOUT_SCALE)
  * = not ok. With names as arguments it runs only those; names starting
  * with '_' are helpers that other subtests spawn (sub_spawn), never run
  * on their own.
@@ -128,6 +129,17 @@ static inline int sub_spawn(const char *name, const char *const *env,
 	return status;
 }
 
+/* MW_TIMEOUT_SCALE (vm/guest/suite.sh passes it on; make check-debug sets
+ * it): how many times longer a slow kernel may take. 1 when unset or not
+ * in 1..100 (as selftests/mwt.c reads it). */
+static inline int sub_timeout_scale(void)
+{
+	const char *s = getenv("MW_TIMEOUT_SCALE");
+	int v = s ? atoi(s) : 1;
+
+	return v >= 1 && v <= 100 ? v : 1;
+}
+
 static inline int sub_main(int argc, char **argv, const struct subtest *t,
 			   size_t nt)
 {
@@ -139,7 +151,8 @@ static inline int sub_main(int argc, char **argv, const struct subtest *t,
 			if (!strcmp(t[i].name, argv[2])) {
 				int ret;
 
-				alarm(60);	/* a hang is a failure */
+				/* a hang is a failure */
+				alarm(60 * (unsigned)sub_timeout_scale());
 				setvbuf(stdout, NULL, _IOLBF, 0);
 				ret = t[i].fn();
 				fflush(stdout);
