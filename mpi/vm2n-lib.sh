@@ -10,7 +10,10 @@
 # shellcheck source=/dev/null
 . /run/mw-cluster.env
 MPI2N_HOSTS=node0,node1
-UCX2N_ENV=("UCX_TLS=${MW_UCX2N_TLS:-rc_verbs,ud_verbs,self}" "UCX_NET_DEVICES=${MW_UCX2N_DEVS:-$MW_RXE:1}" "UCX_IB_GID_INDEX=$MW_RXE_GID")
+# UCX: ud_verbs carries the wire-up of rc_verbs; on rxe its UD works with
+# the IPv6 link-local GID (index 0), not the IPv4 one (times out), as on
+# one node (mpi/README.md).
+UCX2N_TLS=rc_verbs,ud_verbs,self UCX2N_GID=0
 FI2N_ENV=("FI_VERBS_DEVICE_NAME=$MW_RXE" "FI_VERBS_IFACE=$MW_NIC" FI_UNIVERSE_SIZE=8)
 
 # mpi2n_run CONFIG PPN PROG ARGS...   CONFIG: ompi-ofi|ompi-ucx|mpich-ucx|
@@ -23,14 +26,15 @@ mpi2n_run() {
 	case $cfg in *+mw) pre="$MW_PRELOAD:$REGC" ;; esac
 	case ${cfg%+mw} in
 	*-ofi) env=("${FI2N_ENV[@]}") ;;
-	*-ucx) env=("${UCX2N_ENV[@]}") ;;
+	*-ucx) env=("UCX_TLS=$UCX2N_TLS" "UCX_NET_DEVICES=$MW_RXE:1" "UCX_IB_GID_INDEX=$UCX2N_GID") ;;
 	esac
 	env+=(MMUWATCH_MPI_STATS=${MMUWATCH_MPI_STATS:-0} "${MPI_EXTRA_ENV[@]}")
 	case ${cfg%+mw} in
 	ompi-*)
 		for e in "${env[@]}"; do x+=(-x "$e"); done
 		case ${cfg%+mw} in
-		ompi-ofi) x+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm") ;;
+		ompi-ofi) x+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm")
+			[ -n "${MW_OSC:-}" ] && x+=(--mca osc rdma --mca btl ofi,self --mca btl_ofi_provider_include "verbs;ofi_rxm") ;;
 		ompi-ucx) x+=(--mca pml ucx --mca osc ucx) ;;
 		esac
 		timeout -k 5 "${MPI_TIMEOUT:-150}" mpirun.openmpi --host "node0:$ppn,node1:$ppn" \
