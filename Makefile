@@ -77,6 +77,9 @@ bench: setup
 	$(RUNSTAGE) vm-bench $(KVER_DEFAULT) $$d/vm-$(KVER_DEFAULT).log -- \
 		vm/bench.sh $(KVER_DEFAULT); \
 	$(call VMLINES,bench,$(KVER_DEFAULT)); \
+	$(RUNSTAGE) vm-2node-bench $(KVER_DEFAULT) $$d/vm-2node-$(KVER_DEFAULT).log -- \
+		vm/bench-2node.sh $(KVER_DEFAULT); \
+	$(call VMLINES,bench-2node,$(KVER_DEFAULT)); \
 	grep -h '^ *RESULT ' $$d/*.log $(BUILD)/vm/bench-$(KVER_DEFAULT)/*.out \
 		2>/dev/null | sed 's/^ *//' > $$d/results.txt; \
 	echo "  $$(wc -l < $$d/results.txt) RESULT lines: $$d/results.txt"; \
