@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # CH_* are the callers'
 # SPDX-License-Identifier: BSD-3-Clause
 # Sourced (bash) by vm/twonode.d/*.sh on node0 of the two-node cluster
 # (vm/run.sh MW_VM_NODES=2, vm/guest/cluster.sh). Launches MPI jobs across
@@ -9,7 +10,6 @@
 . "$MW_TOP/mpi/vm-lib.sh"
 # shellcheck source=/dev/null
 . /run/mw-cluster.env
-MPI2N_HOSTS=node0,node1
 # UCX: ud_verbs carries the wire-up of rc_verbs; on rxe its UD works with
 # the IPv6 link-local GID (index 0), not the IPv4 one (times out), as on
 # one node (mpi/README.md).
@@ -28,13 +28,12 @@ mpi2n_run() {
 	*-ofi) env=("${FI2N_ENV[@]}") ;;
 	*-ucx) env=("UCX_TLS=$UCX2N_TLS" "UCX_NET_DEVICES=$MW_RXE:1" "UCX_IB_GID_INDEX=$UCX2N_GID") ;;
 	esac
-	env+=(MMUWATCH_MPI_STATS=${MMUWATCH_MPI_STATS:-0} "${MPI_EXTRA_ENV[@]}")
+	env+=("MMUWATCH_MPI_STATS=${MMUWATCH_MPI_STATS:-0}" "${MPI_EXTRA_ENV[@]}")
 	case ${cfg%+mw} in
 	ompi-*)
 		for e in "${env[@]}"; do x+=(-x "$e"); done
 		case ${cfg%+mw} in
-		ompi-ofi) x+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm")
-			[ -n "${MW_OSC:-}" ] && x+=(--mca osc rdma --mca btl ofi,self --mca btl_ofi_provider_include "verbs;ofi_rxm") ;;
+		ompi-ofi) x+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "verbs;ofi_rxm") ;;
 		ompi-ucx) x+=(--mca pml ucx --mca osc ucx) ;;
 		esac
 		timeout -k 5 "${MPI_TIMEOUT:-150}" mpirun.openmpi --host "node0:$ppn,node1:$ppn" \

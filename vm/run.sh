@@ -92,7 +92,7 @@ case "${MW_VM_NUMA:-0}" in
 	;;
 *) echo "$me: MW_VM_NUMA must be 0, 1 or 2" >&2; exit 2 ;;
 esac
-NODES=${MW_VM_NODES:-1} MEM=3G NET0=(-nic none) NET1=() q1pid= sockdir=
+NODES=${MW_VM_NODES:-1} MEM=3G NET0=(-nic none) NET1=() q1pid='' sockdir=''
 case "$NODES" in
 1) ;;
 2)

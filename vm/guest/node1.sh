@@ -15,10 +15,12 @@ export MW_OUT=$top/node1
 ctl=$MW_OUT/.mw
 mw_step "cluster: node1 up"
 rc=0
+# shellcheck disable=SC2206 # MW_KO_ARGS: insmod's arguments, split
+koargs=(${MW_KO_ARGS:-})
 mod=$(basename "${MW_KO%.ko}")
 if ! cluster_up "$keys"; then
 	rc=1
-elif ! msg=$(insmod "$MW_KO" ${MW_KO_ARGS:-} 2>&1); then
+elif ! msg=$(insmod "$MW_KO" "${koargs[@]}" 2>&1); then
 	cluster_fail "insmod $MW_KO failed: $msg"
 	rc=1
 else
