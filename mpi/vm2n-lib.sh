@@ -54,6 +54,35 @@ mpi2n_run() {
 	return $rc
 }
 
+# mpi2n_launch ompi|mpich: run `hostname` in PPN (MW_2N_PPN, default 2)
+# processes per node with the launcher alone (ssh; no MPI library in the
+# processes): proves the launcher and warms both nodes' caches.
+mpi2n_launch() {
+	local ppn=${MW_2N_PPN:-2}
+	case $1 in
+	ompi) timeout -k 5 "${MPI_TIMEOUT:-150}" mpirun.openmpi --host "node0:$ppn,node1:$ppn" \
+		--map-by node -np $((2 * ppn)) --mca plm_rsh_agent ssh \
+		--mca oob_tcp_if_include "$MW_NIC" hostname ;;
+	mpich) timeout -k 5 "${MPI_TIMEOUT:-150}" mpirun.mpich -launcher ssh -iface "$MW_NIC" \
+		-hosts node0:1,node1:1 -np $((2 * ppn)) hostname ;;
+	esac
+}
+
+# mpi2n_warm: read the MPI programs' libraries and the plugins they load
+# on both nodes once (sequential reads over 9p are much faster than the
+# page faults of a cold dlopen under TCG).
+mpi2n_warm() {
+	local files
+	files=$(for b in "$MPI_BIN"/*-ompi "$MPI_BIN"/*-mpich "$GLUE" "$LIBMW"; do ldd "$b"; done |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u | tr '\n' ' ')
+	files+=" /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so /usr/lib/x86_64-linux-gnu/ucx/*.so"
+	files+=" /usr/lib/x86_64-linux-gnu/libfabric.so.1 /usr/lib/x86_64-linux-gnu/libibverbs/*.so"
+	# shellcheck disable=SC2086 # a list of files and globs
+	cat $files > /dev/null 2>&1 &
+	timeout 300 ssh node1 "cat $files > /dev/null 2>&1"
+	wait
+}
+
 # mpi2n_reap: kill what a failed or timed-out job left on either node.
 mpi2n_reap() {
 	local p

@@ -25,6 +25,17 @@ read -ra STACKS <<<"${MW_2N_STACKS:-ompi-ofi mpich-ucx ompi-ucx}"
 read -ra RMA <<<"${MW_2N_RMA_STACKS-mpich-ucx}"
 t=0 fail=0
 tap() { t=$((t + 1)); if [ "$1" = 1 ]; then echo "ok $t - $2"; else echo "not ok $t - $2"; fail=1; fi; }
+# A cold guest reads every MPI library and plugin over 9p on the first
+# job (minutes under TCG on a loaded host); jobs get room for that.
+export MPI_TIMEOUT=$((${MW_MPI_TIMEOUT:-300} * ${MW_TIMEOUT_SCALE:-1}))
+
+mpi2n_warm
+# The launchers themselves: one rank per slot on both nodes.
+for l in ompi mpich; do
+	out=$(mpi2n_launch "$l" 2>&1)
+	tap "$([ "$(sort <<<"$out" | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" = "${PPN}node0 ${PPN}node1 " ] && echo 1)" \
+		"$l launcher over ssh starts $PPN processes on each node: $(tr '\n' ' ' <<<"$out")"
+done
 table=$MW_OUT/mpi2n-churn-table.txt
 printf '%-14s %-8s %4s %14s %6s %6s %5s\n' config prog ppn corrupt_bytes regs deregs secs > "$table"
 row() { printf '%-14s %-8s %4s %14s %6s %6s %5s\n' "$1" "$2" "$PPN" "$CH_CORRUPT" "$CH_REGS" "$CH_DEREGS" "$CH_SECS" >> "$table"; }
