@@ -54,11 +54,11 @@ mpi2n_run() {
 	return $rc
 }
 
-# mpi2n_launch ompi|mpich: run `hostname` in PPN (MW_2N_PPN, default 2)
+# mpi2n_launch ompi|mpich: run `hostname` in PPN (MW_2N_PPN, default 1)
 # processes per node with the launcher alone (ssh; no MPI library in the
 # processes): proves the launcher and warms both nodes' caches.
 mpi2n_launch() {
-	local ppn=${MW_2N_PPN:-2}
+	local ppn=${MW_2N_PPN:-1}
 	case $1 in
 	ompi) timeout -k 5 "${MPI_TIMEOUT:-150}" mpirun.openmpi --host "node0:$ppn,node1:$ppn" \
 		--map-by node -np $((2 * ppn)) --mca plm_rsh_agent ssh \

@@ -13,12 +13,15 @@
 #   RESULT mpi2n_<stack>_<pp|bw>_<reuse|fresh>_<size>_ratio_mmuwatch_vs_default <median> x
 #   RESULT ..._ci95 <half-width of the interval> x
 # and per stack the rounds run and how many ratios met the +-3% target.
+# MW_2N_STACKS, MW_2N_ROUNDS_MIN/MAX, MW_2N_BENCH_SECS, MW_MPI_BUDGET (bytes
+# per size and test), MW_2N_MAXSZ (largest size) bound the work.
 # MW_TIMEOUT=3600
 . "$MW_TOP/mpi/vm2n-lib.sh"
 mpi_need
+mpi2n_warm
 read -ra STACKS <<<"${MW_2N_STACKS:-ompi-ofi mpich-ucx ompi-ucx}"
 MINR=${MW_2N_ROUNDS_MIN:-5} MAXR=${MW_2N_ROUNDS_MAX:-30} SECS=${MW_2N_BENCH_SECS:-2400}
-BUDGET=${MW_MPI_BUDGET:-1048576}
+BUDGET=${MW_MPI_BUDGET:-1048576} MAXSZ=${MW_2N_MAXSZ:-4194304}
 t_start=$SECONDS bad=0
 
 # stats FILE: FILE has "round key value" lines of both labels (d, m);
@@ -57,7 +60,7 @@ for s in "${STACKS[@]}"; do
 			cfg=$s
 			[ "$l" = m ] && cfg=$s+mw
 			for m in reuse fresh; do
-				MPI_TIMEOUT=600 mpi2n_run "$cfg" 1 pingpong -l "$l" -m "$m" -b "$BUDGET" \
+				MPI_TIMEOUT=600 mpi2n_run "$cfg" 1 pingpong -l "$l" -m "$m" -b "$BUDGET" -x "$MAXSZ" \
 					> "$MW_OUT/sweep2n-last.log" 2>&1 ||
 					{ echo "# $cfg $m round $r failed:"; tail -3 "$MW_OUT/sweep2n-last.log" | sed 's/^/#   /'; }
 				# RESULT mpi_<l>_<pp|bw>_<mode>_<size> value unit

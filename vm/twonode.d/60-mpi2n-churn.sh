@@ -10,7 +10,7 @@
 # munmap: it must corrupt); with libmmuwatch-mpi preloaded on both nodes
 # there must be 0 corrupt bytes. Then the one-sided variant (rmachurn:
 # MPI_Put/MPI_Get into windows on memory mapped fresh every iteration),
-# for the stacks in MW_2N_RMA_STACKS. MW_2N_PPN ranks per node (default 2).
+# for the stacks in MW_2N_RMA_STACKS. MW_2N_PPN ranks per node (default 1).
 # MW_TIMEOUT=1200
 . "$MW_TOP/mpi/vm2n-lib.sh"
 mpi_need
@@ -18,7 +18,7 @@ mpi_need
 [ -e /dev/mmuwatch ] || mpi_mknod
 [ -e /dev/mmuwatch ] || { echo "not ok 1 - /dev/mmuwatch missing on node0"; exit 1; }
 timeout 30 ssh node1 test -e /dev/mmuwatch || { echo "not ok 1 - /dev/mmuwatch missing on node1"; exit 1; }
-N=${MW_MPI_ITERS:-6} S=${MW_MPI_SIZE:-1048576} PPN=${MW_2N_PPN:-2}
+N=${MW_MPI_ITERS:-6} S=${MW_MPI_SIZE:-1048576} PPN=${MW_2N_PPN:-1}
 read -ra STACKS <<<"${MW_2N_STACKS:-ompi-ofi mpich-ucx ompi-ucx}"
 # Open MPI's one-sided path over pml cm/mtl ofi registers nothing per
 # window (mpi/README.md): no hazard, no negative control; UCX's does.
