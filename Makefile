@@ -53,7 +53,9 @@ check: setup
 		$(RUNSTAGE) vm-check $$k $$d/vm-$$k.log -- vm/check.sh $$k; \
 		$(call VMLINES,check,$$k); \
 		$(RUNSTAGE) vm-numa $$k $$d/vm-numa-$$k.log -- vm/check-numa.sh $$k; \
-		$(call VMLINES,check-numa,$$k); done; \
+		$(call VMLINES,check-numa,$$k); \
+		$(RUNSTAGE) vm-2node $$k $$d/vm-2node-$$k.log -- vm/check-2node.sh $$k; \
+		$(call VMLINES,check-2node,$$k); done; \
 	tools/summary.sh $$d/summary.tsv "make check"
 
 check-host:
@@ -65,6 +67,7 @@ check-host:
 check-vm:
 	@vm/check.sh $(KVERS)
 	@vm/check-numa.sh $(KVERS)
+	@vm/check-2node.sh $(KVERS)
 
 bench: setup
 	@$(call START,bench); \
@@ -74,6 +77,9 @@ bench: setup
 	$(RUNSTAGE) vm-bench $(KVER_DEFAULT) $$d/vm-$(KVER_DEFAULT).log -- \
 		vm/bench.sh $(KVER_DEFAULT); \
 	$(call VMLINES,bench,$(KVER_DEFAULT)); \
+	$(RUNSTAGE) vm-2node-bench $(KVER_DEFAULT) $$d/vm-2node-$(KVER_DEFAULT).log -- \
+		vm/bench-2node.sh $(KVER_DEFAULT); \
+	$(call VMLINES,bench-2node,$(KVER_DEFAULT)); \
 	grep -h '^ *RESULT ' $$d/*.log $(BUILD)/vm/bench-$(KVER_DEFAULT)/*.out \
 		2>/dev/null | sed 's/^ *//' > $$d/results.txt; \
 	echo "  $$(wc -l < $$d/results.txt) RESULT lines: $$d/results.txt"; \

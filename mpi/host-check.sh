@@ -73,4 +73,15 @@ rc=$?
 MSG="negative control: churn detects a corrupted byte (exit $rc)" \
 	t grep -q 'corrupt_bytes=2 ' /tmp/mw-churn-neg.$$
 rm -f /tmp/mw-churn-neg.$$
+# One-sided churn (windows on fresh memory, raw releases): clean over shared
+# memory; with MW_CHURN_SABOTAGE it must count the two flipped bytes.
+MSG="rmachurn raw over MPICH shared memory, glue preloaded" t \
+	timeout 60 mpirun.mpich -launcher fork -np 2 -genv LD_PRELOAD \
+	$B/lib/libmmuwatch-mpi.so $B/bin/mpi/rmachurn-mpich -n 3 -s 65536 -m raw -q
+timeout 60 mpirun.mpich -launcher fork -np 2 -genv MW_CHURN_SABOTAGE 1 \
+	$B/bin/mpi/rmachurn-mpich -n 2 -s 65536 -m reuse -q > /tmp/mw-rmachurn-neg.$$ 2>&1
+rc=$?
+MSG="negative control: rmachurn detects corrupted Put and Get bytes (exit $rc)" \
+	t grep -q 'corrupt_bytes=4 put_bad=2 get_bad=2 ' /tmp/mw-rmachurn-neg.$$
+rm -f /tmp/mw-rmachurn-neg.$$
 exit $fail

@@ -16,7 +16,8 @@ PKGS=(build-essential criu bc flex bison libelf-dev kmod cpio pkg-config
       sparse valgrind dkms python3
       autoconf automake libtool cmake clang libclang-rt-14-dev
       libjemalloc-dev libmimalloc-dev libnuma-dev numactl
-      abigail-tools gnuplot-nox lintian debhelper dh-dkms fakeroot dpkg-dev)
+      abigail-tools gnuplot-nox lintian debhelper dh-dkms fakeroot dpkg-dev
+      openssh-client dropbear-bin)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
