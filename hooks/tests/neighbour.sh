@@ -23,6 +23,7 @@ fail=0
 run() {	# cell env... -- program
 	cell=$1; shift
 	out=$(env "$@" 2>"${TMPDIR:-/tmp}/nb.$$.err") || fail=1
+	[ -n "$out" ] || out="not ok $cell # no output (the program died)"
 	echo "$out"
 	case "$out" in ok*) ;; *) sed "s/^/#   /" "${TMPDIR:-/tmp}/nb.$$.err" | head -5 ;; esac
 }
@@ -59,7 +60,10 @@ done
 # memory hooks opened as its rcache/libfabric/UCX components open them.
 M=/usr/lib/x86_64-linux-gnu/libmpi.so.40
 if [ -x "$T/nbo_plain" ] && [ -e "$M" ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	# Its session directory (PMIx's shared-memory store) must be on a
+	# local file system: in the VM TMPDIR is the 9p results share.
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		OMPI_MCA_orte_tmpdir_base=/tmp PMIX_MCA_gds=hash
 	run "control ompi" MW_OMPI_DLOPEN=$M $T/nbo_alone \
 		"control ompi-4.1 patcher (Open MPI alone)"
 	for mode in $MODES; do
