@@ -211,6 +211,7 @@ MW_API int mw_init(void)
 		if (!init_error) {
 			mwu_guard_check();
 			mwu_neighbours_check(1);
+			mwu_fi_monitor_install();
 		}
 		return init_error;
 	}

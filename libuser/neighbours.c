@@ -27,9 +27,7 @@
 #include <time.h>
 
 #include "libuser/internal.h"
-
-#define QN	   1024U
-#define MWU_VA_END (1ULL << 47)
+#include "libuser/rq.h"
 
 typedef void (*vm_munmap_fn)(void *, size_t);
 
@@ -37,52 +35,30 @@ static pthread_mutex_t nlock = PTHREAD_MUTEX_INITIALIZER;
 static vm_munmap_fn ucm_munmap; /* set once, under nlock */
 static int state;		/* 0 looking, 1 forwarding, -1 off */
 static unsigned long long adds_seen;
-static long long last_ms = -1000;	/* last look at the loaded objects */
-static struct {
-	uintptr_t s, e;
-} q[QN];
-static unsigned qhead, qtail; /* producer: core lock; consumer: nlock */
-static int qfull;
+static long long last_ms = -1000; /* last look at the loaded objects */
+static struct mwu_rq q;		  /* producer: core lock; consumer: nlock */
 
 /* Kernel ring events, under the core lock: queue only. */
 static void on_release(void *arg, uintptr_t start, uintptr_t end,
 		       enum mw_source src)
 {
-	unsigned h = __atomic_load_n(&qhead, __ATOMIC_RELAXED);
-
 	(void)arg;
-	if (src != MW_SOURCE_KERNEL)
-		return;
-	if (h - __atomic_load_n(&qtail, __ATOMIC_ACQUIRE) >= QN) {
-		__atomic_store_n(&qfull, 1, __ATOMIC_RELEASE);
-		return;
-	}
-	q[h % QN].s = start;
-	q[h % QN].e = end > MWU_VA_END ? MWU_VA_END : end;
-	__atomic_store_n(&qhead, h + 1, __ATOMIC_RELEASE);
+	if (src == MW_SOURCE_KERNEL)
+		mwu_rq_push(&q, start, end);
 }
 
 void mwu_neighbours_deliver(void)
 {
-	unsigned t, h;
+	uintptr_t s, e;
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pthread_mutex_lock(&nlock);
-	if (__atomic_exchange_n(&qfull, 0, __ATOMIC_ACQ_REL)) {
-		ucm_munmap(NULL, MWU_VA_END);
-		__atomic_store_n(&qtail,
-				 __atomic_load_n(&qhead, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
-	}
-	h = __atomic_load_n(&qhead, __ATOMIC_ACQUIRE);
-	for (t = qtail; t != h; t++) {
-		uintptr_t s = q[t % QN].s, e = q[t % QN].e;
-
-		__atomic_store_n(&qtail, t + 1, __ATOMIC_RELEASE);
+	if (mwu_rq_take_full(&q))
+		ucm_munmap(NULL, MWU_RQ_VA_END);
+	while (mwu_rq_pop(&q, &s, &e))
 		if (e > s)
 			ucm_munmap((void *)s, e - s);
-	}
 	pthread_mutex_unlock(&nlock);
 }
 
