@@ -14,8 +14,13 @@
  *                  the entry and registers again, i.e. fail closed)
  *   invalidated -> the watch's callback (under the core lock, maybe inside
  *                  the releasing call) only queues the range (rq.h); the
- *                  next progress round, with no lock of ours held, calls
- *                  libfabric's notify, which takes libfabric's own lock
+ *                  helper thread, with no lock of ours held, calls
+ *                  libfabric's notify, which takes libfabric's mm_lock.
+ *                  Never an API call's progress round: a thread inside
+ *                  fi_mr_reg holds mm_lock and reaches our ibv_reg_mr
+ *                  (leave-pinned), whose round would then deadlock on it.
+ *                  Without the helper (MMUWATCH_HELPER=0) valid() alone
+ *                  keeps the cache correct; entries go at their next hit.
  *   unsubscribe -> the watch removed when its last subscription goes
  *
  * With the MPI glue loaded (libmmuwatch-mpi, mpi/fi_monitor.c) this stays

@@ -164,7 +164,8 @@ MWU_HIDDEN void mwu_guard_check(void);
 MWU_HIDDEN void mwu_neighbours_check(int force);
 MWU_HIDDEN void mwu_neighbours_deliver(void);
 /* MMUWATCH_FI_MONITOR=1: libmmuwatch as libfabric's imported memory
- * monitor (fi_monitor.c); install at init, deliver outside the core lock. */
+ * monitor (fi_monitor.c); install at init; deliver from the helper thread
+ * only (libfabric's notify takes a lock API callers may hold). */
 MWU_HIDDEN void mwu_fi_monitor_install(void);
 MWU_HIDDEN void mwu_fi_monitor_deliver(void);
 

@@ -62,31 +62,54 @@ void mwu_neighbours_deliver(void)
 	pthread_mutex_unlock(&nlock);
 }
 
+/* Candidate objects seen by dl_iterate_phdr: only their names are copied
+ * there. dlopen() must not run inside the callback: the callback holds the
+ * loader's list lock, dlopen takes its load lock, and a dlopen in another
+ * thread takes them in the other order (seen: the helper thread here
+ * against libibverbs loading its providers in the application's thread). */
+#define FIND_N	  4
+#define FIND_NAME 512
 struct find {
+	char name[FIND_N][FIND_NAME];
+	unsigned n;
 	void *ucm; /* ucm_vm_munmap */
 	int glue;  /* libmmuwatch-mpi is loaded: it forwards */
-	unsigned long long adds;
 };
 
 static int find_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	struct find *f = arg;
-	void *h;
+	size_t l;
 
 	(void)sz;
-	f->adds = info->dlpi_adds;
-	if (!info->dlpi_name || !info->dlpi_name[0])
+	if (!info->dlpi_name || f->n == FIND_N ||
+	    (!strstr(info->dlpi_name, "libucm") &&
+	     !strstr(info->dlpi_name, "libmmuwatch-mpi")))
 		return 0;
-	/* Already loaded: this only takes a reference (dropped at once). */
-	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	if (!f->ucm)
-		f->ucm = dlsym(h, "ucm_vm_munmap");
-	if (dlsym(h, "mw_mpi_status"))
-		f->glue = 1;
-	dlclose(h);
+	l = strlen(info->dlpi_name);
+	if (l < FIND_NAME)
+		memcpy(f->name[f->n++], info->dlpi_name, l + 1);
 	return 0;
+}
+
+static void find_syms(struct find *f)
+{
+	unsigned i;
+	void *h;
+
+	if (dlsym(RTLD_DEFAULT, "mw_mpi_status")) /* glue in the executable */
+		f->glue = 1;
+	for (i = 0; i < f->n; i++) {
+		/* Already loaded: only a reference, dropped at once. */
+		h = dlopen(f->name[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		if (!f->ucm)
+			f->ucm = dlsym(h, "ucm_vm_munmap");
+		if (dlsym(h, "mw_mpi_status"))
+			f->glue = 1;
+		dlclose(h);
+	}
 }
 
 static int adds_cb(struct dl_phdr_info *info, size_t sz, void *arg)
@@ -131,6 +154,7 @@ void mwu_neighbours_check(int force)
 		return;
 	}
 	dl_iterate_phdr(find_cb, &f);
+	find_syms(&f);
 	if (f.glue) {
 		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
 	} else if (f.ucm) {

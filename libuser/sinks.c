@@ -47,7 +47,6 @@ int mwu_progress_round(unsigned max_events, unsigned max_sink)
 	}
 	pthread_mutex_unlock(&mwu_core.lock);
 	mwu_neighbours_deliver();
-	mwu_fi_monitor_deliver();
 	if (!max_sink)
 		return n;
 	pthread_mutex_lock(&sink_lock);
