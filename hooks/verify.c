@@ -235,6 +235,7 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
 
 struct gwalk {
 	uintptr_t lo, hi; /* the object being walked (lazy slots) */
+	uintptr_t base;	  /* its load bias (dlpi_addr) */
 };
 
 static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
@@ -246,6 +247,12 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 	if (v == (uintptr_t)fns[k].ours)
 		return;
 	if (v == mw_next_libc(f) && f < MW_FN_SBRK && mw_patch_is_ours(f))
+		return;
+	/* Another thread is inside dlopen of this object and ld.so has not
+	 * relocated it yet: the slot still holds its link-time value, a
+	 * small offset, not an address. Never probe (call) it; the walk runs
+	 * again within a second and after the load (adds counter). */
+	if (g->base && v < g->hi - g->lo)
 		return;
 	if (v >= g->lo && v < g->hi) { /* lazy: binds on first call */
 		if (mw_next_we_are_first())
@@ -284,6 +291,7 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	(void)sz;
 	(void)arg;
 	mw_elf_load_span(info, &g.lo, &g.hi);
+	g.base = info->dlpi_addr;
 	if ((ldso && ldso >= g.lo && ldso < g.hi) ||
 	    (vdso && vdso >= g.lo && vdso < g.hi) ||
 	    mw_elf_from_phdr(&e, info->dlpi_addr,

@@ -13,7 +13,7 @@
 # without libmmuwatch; negative control: hooks with
 # MMUWATCH_HOOKS_TEST_RAW=1 (our interposers skip the chain to libc, where
 # UCX's bistro patch sits) must cost UCX its events. Why UCX needs UCX_IB_GID_INDEX=0 on rxe: mpi/README.md.
-# MW_TIMEOUT=300
+# MW_TIMEOUT=700
 . "$MW_TOP/mpi/vm-lib.sh"
 mpi_need
 mpi_rxe_up || { echo "# SKIP Soft-RoCE or rdma_ucm unavailable"; exit 77; }
@@ -22,14 +22,14 @@ t=0 fail=0
 tap() { t=$((t + 1)); if [ "$1" = 1 ]; then echo "ok $t - $2"; else echo "not ok $t - $2"; fail=1; fi; }
 UCXCHK=(UCX_IB_REG_METHODS=rcache UCX_LOG_LEVEL=diag)
 lost() { grep -c 'rcache failed to install UCM event handler' "$1"; }
-run() { # name config extra-env...: one 2-rank churn, bounded (90 s)
+run() { # name config extra-env...: one 2-rank churn, bounded (150 s)
 	local name=$1 cfg=$2
 	shift 2
-	MPI_EXTRA_ENV=("${UCXCHK[@]}" "$@") MPI_LOG_SUFFIX=-$name MPI_TIMEOUT=90
+	MPI_EXTRA_ENV=("${UCXCHK[@]}" "$@") MPI_LOG_SUFFIX=-$name MPI_TIMEOUT=150
 	mpi_churn "$cfg" -n 6 -s 1048576 -m munmap
 	MPI_EXTRA_ENV=() MPI_LOG_SUFFIX='' MPI_TIMEOUT=''
 	LOG=$MW_OUT/churn-${cfg/+/_}-$name.log
-	[ "$CH_RC" = 124 ] && echo "# $name: the job did not finish in 90 s (timeout)"
+	[ "$CH_RC" = 124 ] && echo "# $name: the job did not finish in 150 s (timeout)"
 }
 run control ompi-ucx
 tap "$([ "$CH_RC" = 0 ] && [ "$CH_CORRUPT" = 0 ] && [ "$(lost "$LOG")" = 0 ] && echo 1)" \
