@@ -325,6 +325,7 @@ static int mw_alloc_probe(uintptr_t m, uintptr_t f)
 
 struct gwalk {
 	uintptr_t lo, hi; /* the object being walked */
+	uintptr_t base;	  /* its load bias (dlpi_addr) */
 	const struct dl_phdr_info *info;
 	uintptr_t aval[A_N]; /* foreign malloc-family targets, by kind */
 };
@@ -357,6 +358,15 @@ static int mw_lazy_stub(const struct gwalk *g, uintptr_t v)
 	return 0;
 }
 
+/* Another thread is inside dlopen of this object and ld.so has not
+ * relocated it yet: the slot still holds its link-time value, a small
+ * offset, not an address. Never probe (call) it; the walk runs again
+ * within a second and after the load (adds counter). */
+static int mw_unrelocated(const struct gwalk *g, uintptr_t v)
+{
+	return g->base && v < g->hi - g->lo;
+}
+
 static void mw_note_alloc(struct gwalk *g, const char *nm, uintptr_t v)
 {
 	size_t k;
@@ -364,7 +374,8 @@ static void mw_note_alloc(struct gwalk *g, const char *nm, uintptr_t v)
 	for (k = 0; k < NA; k++) {
 		if (strcmp(nm, afns[k].name) != 0)
 			continue;
-		if (v && v != (uintptr_t)afns[k].ours && !mw_lazy_stub(g, v) &&
+		if (v && !mw_unrelocated(g, v) &&
+		    v != (uintptr_t)afns[k].ours && !mw_lazy_stub(g, v) &&
 		    !(have_alibc == 1 &&
 		      v == mw_elf_lookup(&alibc, nm, NULL)) &&
 		    !g->aval[afns[k].kind])
@@ -395,6 +406,8 @@ static void mw_check_slot(const struct mw_elf *e, const struct gwalk *g,
 	if (v == (uintptr_t)fns[k].ours)
 		return;
 	if (v == mw_next_libc(f) && f < MW_FN_SBRK && mw_patch_is_ours(f))
+		return;
+	if (mw_unrelocated(g, v))	/* never probe (call) it */
 		return;
 	if (mw_lazy_stub(g, v)) { /* lazy: binds on first call */
 		if (mw_next_we_are_first())
@@ -439,6 +452,7 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	(void)arg;
 	mw_elf_load_span(info, &g.lo, &g.hi);
 	g.info = info;
+	g.base = info->dlpi_addr;
 	if ((ldso && ldso >= g.lo && ldso < g.hi) ||
 	    (vdso && vdso >= g.lo && vdso < g.hi) ||
 	    mw_elf_from_phdr(&e, info->dlpi_addr,

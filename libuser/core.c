@@ -230,6 +230,7 @@ static int open_life(void)
 	if (!init_error) {
 		mwu_guard_check();
 		mwu_neighbours_check(1);
+		mwu_fi_monitor_install();
 		mwu_cr_opened();
 		if (mwu_sinks_any())
 			mwu_helper_start();

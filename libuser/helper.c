@@ -22,14 +22,15 @@ static void *helper_main(void *unused)
 {
 	(void)unused;
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-		int fd = mwu_core.source == MW_SOURCE_KERNEL ? mwu_kernel_fd() : -1;
+		int fd = mwu_core.source == MW_SOURCE_KERNEL ? mwu_kernel_fd()
+							     : -1;
 
 		if (fd >= 0) {
-			struct pollfd p = { .fd = fd, .events = POLLIN };
+			struct pollfd p = {.fd = fd, .events = POLLIN};
 
 			poll(&p, 1, 100);
 		} else {
-			struct timespec ts = { 0, 50 * 1000 * 1000 };
+			struct timespec ts = {0, 50 * 1000 * 1000};
 
 			nanosleep(&ts, NULL);
 		}
@@ -38,6 +39,10 @@ static void *helper_main(void *unused)
 		/* Bounded rounds; yield the locks between them. */
 		for (int i = 0; i < 16 && mwu_progress_round(256, 256) > 0; i++)
 			;
+		/* Only here, never from an API call's round: libfabric's notify
+		 * takes its mm_lock, which a thread calling us from inside
+		 * fi_mr_reg (ibv_reg_mr, leave-pinned) already holds. */
+		mwu_fi_monitor_deliver();
 	}
 	return NULL;
 }
@@ -46,7 +51,8 @@ void mwu_helper_start(void)
 {
 	sigset_t all, old;
 
-	if (!mwu_core.helper_enabled || mwu_core.source == MW_SOURCE_NONE || __atomic_load_n(&running, __ATOMIC_ACQUIRE))
+	if (!mwu_core.helper_enabled || mwu_core.source == MW_SOURCE_NONE ||
+	    __atomic_load_n(&running, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&hlock);
 	if (!running) {

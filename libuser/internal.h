@@ -183,6 +183,11 @@ MWU_HIDDEN int mwu_guard_loading(void);
  * outside the core lock; force = 0 on hot paths (rate-limited). */
 MWU_HIDDEN void mwu_neighbours_check(int force);
 MWU_HIDDEN void mwu_neighbours_deliver(void);
+/* MMUWATCH_FI_MONITOR=1: libmmuwatch as libfabric's imported memory
+ * monitor (fi_monitor.c); install at init; deliver from the helper thread
+ * only (libfabric's notify takes a lock API callers may hold). */
+MWU_HIDDEN void mwu_fi_monitor_install(void);
+MWU_HIDDEN void mwu_fi_monitor_deliver(void);
 
 /* Range validation shared by the API: MW_OK or an error. User space ends
  * below 2^47 (4-level paging) or 2^56 (5-level); wrapping or larger

@@ -27,9 +27,7 @@
 #include <time.h>
 
 #include "libuser/internal.h"
-
-#define QN	   1024U
-#define MWU_VA_END (1ULL << 47)
+#include "libuser/rq.h"
 
 typedef void (*vm_munmap_fn)(void *, size_t);
 
@@ -37,80 +35,81 @@ static pthread_mutex_t nlock = PTHREAD_MUTEX_INITIALIZER;
 static vm_munmap_fn ucm_munmap; /* set once, under nlock */
 static int state;		/* 0 looking, 1 forwarding, -1 off */
 static unsigned long long adds_seen;
-static long long last_ms = -1000;	/* last look at the loaded objects */
-static struct {
-	uintptr_t s, e;
-} q[QN];
-static unsigned qhead, qtail; /* producer: core lock; consumer: nlock */
-static int qfull;
+static long long last_ms = -1000; /* last look at the loaded objects */
+static struct mwu_rq q;		  /* producer: core lock; consumer: nlock */
 
 /* Kernel ring events, under the core lock: queue only. */
 static void on_release(void *arg, uintptr_t start, uintptr_t end,
 		       enum mw_source src)
 {
-	unsigned h = __atomic_load_n(&qhead, __ATOMIC_RELAXED);
-
 	(void)arg;
-	if (src != MW_SOURCE_KERNEL)
-		return;
-	if (h - __atomic_load_n(&qtail, __ATOMIC_ACQUIRE) >= QN) {
-		__atomic_store_n(&qfull, 1, __ATOMIC_RELEASE);
-		return;
-	}
-	q[h % QN].s = start;
-	q[h % QN].e = end > MWU_VA_END ? MWU_VA_END : end;
-	__atomic_store_n(&qhead, h + 1, __ATOMIC_RELEASE);
+	if (src == MW_SOURCE_KERNEL)
+		mwu_rq_push(&q, start, end);
 }
 
 void mwu_neighbours_deliver(void)
 {
-	unsigned t, h;
+	uintptr_t s, e;
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	pthread_mutex_lock(&nlock);
-	if (__atomic_exchange_n(&qfull, 0, __ATOMIC_ACQ_REL)) {
-		ucm_munmap(NULL, MWU_VA_END);
-		__atomic_store_n(&qtail,
-				 __atomic_load_n(&qhead, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
-	}
-	h = __atomic_load_n(&qhead, __ATOMIC_ACQUIRE);
-	for (t = qtail; t != h; t++) {
-		uintptr_t s = q[t % QN].s, e = q[t % QN].e;
-
-		__atomic_store_n(&qtail, t + 1, __ATOMIC_RELEASE);
+	if (mwu_rq_take_full(&q))
+		ucm_munmap(NULL, MWU_RQ_VA_END);
+	while (mwu_rq_pop(&q, &s, &e))
 		if (e > s)
 			ucm_munmap((void *)s, e - s);
-	}
 	pthread_mutex_unlock(&nlock);
 }
 
+/* Candidate objects seen by dl_iterate_phdr: only their names are copied
+ * there. dlopen() must not run inside the callback: the callback holds the
+ * loader's list lock, dlopen takes its load lock, and a dlopen in another
+ * thread takes them in the other order (seen: the helper thread here
+ * against libibverbs loading its providers in the application's thread). */
+#define FIND_N	  4
+#define FIND_NAME 512
 struct find {
+	char name[FIND_N][FIND_NAME];
+	unsigned n;
 	void *ucm; /* ucm_vm_munmap */
 	int glue;  /* libmmuwatch-mpi is loaded: it forwards */
-	unsigned long long adds;
 };
 
 static int find_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	struct find *f = arg;
-	void *h;
+	size_t l;
 
 	(void)sz;
-	f->adds = info->dlpi_adds;
-	if (!info->dlpi_name || !info->dlpi_name[0])
+	if (!info->dlpi_name || f->n == FIND_N ||
+	    (!strstr(info->dlpi_name, "libucm") &&
+	     !strstr(info->dlpi_name, "libmmuwatch-mpi")))
 		return 0;
-	/* Already loaded: this only takes a reference (dropped at once). */
-	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	if (!f->ucm)
-		f->ucm = dlsym(h, "ucm_vm_munmap");
-	if (dlsym(h, "mw_mpi_status"))
-		f->glue = 1;
-	dlclose(h);
+	l = strlen(info->dlpi_name);
+	if (l < FIND_NAME)
+		memcpy(f->name[f->n++], info->dlpi_name, l + 1);
 	return 0;
+}
+
+static void find_syms(struct find *f)
+{
+	unsigned i;
+	void *h;
+
+	if (dlsym(RTLD_DEFAULT, "mw_mpi_status")) /* glue in the executable */
+		f->glue = 1;
+	for (i = 0; i < f->n; i++) {
+		/* Already loaded: only a reference, dropped at once. */
+		h = dlopen(f->name[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		if (!f->ucm)
+			f->ucm = dlsym(h, "ucm_vm_munmap");
+		if (dlsym(h, "mw_mpi_status"))
+			f->glue = 1;
+		dlclose(h);
+	}
 }
 
 static int adds_cb(struct dl_phdr_info *info, size_t sz, void *arg)
@@ -155,6 +154,7 @@ void mwu_neighbours_check(int force)
 		return;
 	}
 	dl_iterate_phdr(find_cb, &f);
+	find_syms(&f);
 	if (f.glue) {
 		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
 	} else if (f.ucm) {

@@ -50,12 +50,16 @@ UCX_ENV=(UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=
 FI_ENV=(FI_VERBS_DEVICE_NAME=rxe0 FI_UNIVERSE_SIZE=4)
 
 # mpi_run CONFIG NP PROG ARGS...   CONFIG: ompi-ofi|mpich-ucx|ompi-ucx,
-# with suffix +mw to preload libmmuwatch-mpi. Output on stdout.
+# with suffix +mw to preload libmmuwatch-mpi, +lib to preload libmmuwatch
+# alone (no glue). Output on stdout.
 mpi_run() {
 	local cfg=$1 np=$2 prog=$3 pre=$REGC e
 	shift 3
-	case $cfg in *+mw) pre="$MW_PRELOAD:$REGC" ;; esac
-	case ${cfg%+mw} in
+	case $cfg in
+	*+mw) pre="$MW_PRELOAD:$REGC" ;;
+	*+lib) pre="$LIBMW:$REGC" ;; # libmmuwatch alone, without the glue
+	esac
+	case ${cfg%+*} in
 	ompi-ofi)
 		local x=()
 		for e in "${FI_ENV[@]}" MMUWATCH_MPI_STATS=${MMUWATCH_MPI_STATS:-0} "${MPI_EXTRA_ENV[@]}"; do x+=(-x "$e"); done

@@ -117,17 +117,34 @@ $(T)/nbf_alone: $(NBFSRC) | $(T)
 # one process, every order and mode; then its two negative controls, which
 # must fail: the interposers forced back to raw system calls (UCX's bistro
 # self-test fails) and bypass detection off (stale hits appear).
-NBSRC := tests/neighbour_ucx.c
+NBSRC := tests/neighbour_run.c tests/neighbour_ucx.c
+NBDEP := $(NBSRC) tests/neighbour.h
 NBLIB := -L$(LIB) -Wl,-rpath,$(LIB) -lmmuwatch -ldl
 NB := $(T)/nb_plain $(T)/nb_linked113 $(T)/nb_alone $(NBF) $(T)/shmdt_whole
 $(T)/shmdt_whole: tests/shmdt_whole.c $(LIB)/libmmuwatch.so | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
-$(T)/nb_plain: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
-	$(CC) $(TCFLAGS) -o $@ $< $(NBLIB)
-$(T)/nb_linked113: $(NBSRC) $(LIB)/libmmuwatch.so | $(T)
-	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lucs -lucm $(NBLIB)
-$(T)/nb_alone: $(NBSRC) | $(T)
-	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $< -ldl
+$(T)/nb_plain: $(NBDEP) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $(NBSRC) $(NBLIB)
+$(T)/nb_linked113: $(NBDEP) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $(NBSRC) -Wl,--no-as-needed -lucs -lucm $(NBLIB)
+$(T)/nb_alone: $(NBDEP) | $(T)
+	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $(NBSRC) -ldl
+
+# The Open MPI column (tests/neighbour_ompi.sh): the same cell next to Open
+# MPI 4.1's own memory hooks; built where Debian's libmpi.so.40 is.
+OMPILIB := $(wildcard /usr/lib/x86_64-linux-gnu/libmpi.so.40)
+NBOSRC := tests/neighbour_run.c tests/neighbour_ompi.c
+NBODEP := $(NBOSRC) tests/neighbour.h
+ifneq ($(OMPILIB),)
+NB += $(T)/nbo_plain $(T)/nbo_linked $(T)/nbo_alone
+endif
+$(T)/nbo_plain: $(NBODEP) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $(NBOSRC) $(NBLIB)
+$(T)/nbo_linked: $(NBODEP) $(LIB)/libmmuwatch.so | $(T)
+	$(CC) $(TCFLAGS) -o $@ $(NBOSRC) -Wl,--no-as-needed -l:libmpi.so.40 \
+		-l:libopen-pal.so.40 $(NBLIB)
+$(T)/nbo_alone: $(NBODEP) | $(T)
+	$(CC) $(TCFLAGS) -DMW_ALONE -o $@ $(NBOSRC) -ldl
 
 check-neighbour: $(NB)
 	@u=$$($(TOP)/tools/anchors.sh ucx 2>/dev/null) && \
@@ -141,6 +158,11 @@ check-neighbour: $(NB)
 		grep -c '^not ok.*bistro.*= -22'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: raw interposers break UCX bistro in $$n cells"; \
 	else echo "not ok - negative control: raw interposers did not break UCX bistro"; exit 1; fi; \
+	if [ -x $(T)/nbo_plain ]; then \
+	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_RAW=1" sh tests/neighbour.sh hooks | \
+		grep -c '^not ok ompi.*Open MPI missed munmap'); \
+	if [ "$$n" = 3 ]; then echo "ok - negative control: raw interposers hide munmap from Open MPI's patcher in 3/3 cells"; \
+	else echo "not ok - negative control: raw interposers hid munmap from Open MPI in $$n/3 cells"; exit 1; fi; fi; \
 	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_NO_VERIFY=1" sh tests/neighbour.sh hooks | \
 		grep -c '^not ok.*stale'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: without bypass detection $$n cells serve stale hits"; \

@@ -8,6 +8,9 @@
 # (hooks/tests/neighbour_fi.c says what a cell checks). Controls: libfabric
 # alone per monitor. Negative control: a raw munmap syscall, which memhooks
 # cannot see, must give libfabric's cache a stale hit (the test can fail).
+# Then libmmuwatch itself as libfabric's imported monitor
+# (MMUWATCH_FI_MONITOR=1) x order x {kernel, hooks}; a raw munmap reaches
+# libfabric's cache only through it (negative control: not imported).
 # MW_TIMEOUT=900
 set -u
 TOP=${MW_TOP:?}
@@ -57,6 +60,25 @@ for mon in memhooks userfaultfd; do
 		cell ok "$c" $our FI_MR_CACHE_MONITOR=$mon MW_FI_DLOPEN=$FI $T/nbf_plain "$c dlopened-after-us"
 	done
 done
+# libmmuwatch itself as libfabric's monitor (MMUWATCH_FI_MONITOR=1,
+# libuser/fi_monitor.c; no FI_MR_CACHE_MONITOR, which would override it).
+for mode in kernel hooks; do
+	our="MMUWATCH_SOURCE=$mode MMUWATCH_LEAVE_PINNED=1 MMUWATCH_FI_MONITOR=1"
+	c="libfabric-1.17 mmuwatch-monitor $mode"
+	# shellcheck disable=SC2086
+	cell ok "$c" $our $T/nbf_linked "$c linked-before-us"
+	# shellcheck disable=SC2086
+	cell ok "$c" $our LD_PRELOAD=$FI $T/nbf_plain "$c preloaded-before-us"
+	# shellcheck disable=SC2086
+	cell ok "$c" $our MW_FI_DLOPEN=$FI $T/nbf_plain "$c dlopened-after-us"
+done
+# A raw munmap syscall: only the kernel source can see it, so libfabric's
+# cache stays correct only if our monitor is the one it uses; without
+# MMUWATCH_FI_MONITOR (libfabric's default monitor) it must go stale.
+cell ok "mmuwatch-monitor kernel raw" MMUWATCH_SOURCE=kernel MMUWATCH_FI_MONITOR=1 \
+	MW_FI_DLOPEN=$FI $T/nbf_plain "libfabric-1.17 mmuwatch-monitor kernel raw munmap" --raw-munmap
+cell notok "negative control (no import)" MMUWATCH_SOURCE=kernel \
+	MW_FI_DLOPEN=$FI $T/nbf_plain "negative control: without MMUWATCH_FI_MONITOR libfabric misses the raw munmap" --raw-munmap
 cell notok "negative control" MMUWATCH_SOURCE=none FI_MR_CACHE_MONITOR=memhooks \
 	MW_FI_DLOPEN=$FI $T/nbf_plain "negative control: raw munmap unseen by memhooks" --raw-munmap
 exit $fail
