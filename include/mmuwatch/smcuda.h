@@ -214,8 +214,9 @@ struct mw_smc_path_stats {
 	uint64_t peer_refused;		/* receiver answered NAK: two-copy */
 	uint64_t peer_stale;		/* of those: -ESTALE */
 };
-/* Fills min(st->size, sizeof(*st)) bytes; -EINVAL if st->size is too
- * small for the 1.1 fields. */
+/* Fills the 1.1 fields and sets st->size to their size (a caller built
+ * with a later, larger struct sees what this library has); -EINVAL if
+ * st->size is smaller than the 1.1 struct. */
 MW_SMC_API int mw_smc_get_path_stats(struct mw_smc *c,
 				     struct mw_smc_path_stats *st);
 
