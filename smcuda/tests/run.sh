@@ -17,7 +17,7 @@ run "$TESTBIN/t_lazy"
 if [ -n "${SAN:-}" ]; then
 	echo "skip t_peer in a sanitizer build (it links the library's allocator)"
 else
-for s in above cma stale off; do run "$TESTBIN/t_peer" $s; done
+for s in above cma stale off nofile; do run "$TESTBIN/t_peer" $s; done
 for a in "above --no-share" "stale --no-check"; do
 	echo "== t_peer $a (negative control, must fail)"
 	# shellcheck disable=SC2086

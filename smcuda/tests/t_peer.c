@@ -14,6 +14,9 @@
  *   t_peer stale     the sender's descriptors are a generation old: the
  *                    receiver refuses, the message goes two-copy, intact
  *   t_peer off       MMUWATCH_SMC_PEER_MIN=off: everything two-copy
+ *   t_peer nofile    the receiver is out of file descriptors
+ *                    (RLIMIT_NOFILE): it cannot get the heap's fds, the
+ *                    copy degrades to CMA, the bytes are right
  * Negative controls (run.sh expects exit 1):
  *   t_peer above --no-share    no shared heap: the PEER count stays 0
  *   t_peer stale --no-check    the receiver claims a refused copy done:
@@ -26,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "hooks/alloc.h"
@@ -143,15 +148,36 @@ static int recv_one(struct mw_smc *c, unsigned char *buf, size_t len,
 	return 0;
 }
 
+/* Leave no room for another fd: the limit at the count open now. */
+static int no_more_fds(void)
+{
+	struct rlimit rl;
+	DIR *d = opendir("/proc/self/fd");
+	rlim_t n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d); /* n counted ".", ".." and d's own fd: n - 3 open */
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	rl.rlim_cur = n - 3;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static int receiver(struct mw_smc *c)
 {
 	static unsigned char buf[BIG];
 	struct mw_smc_path_stats ps;
 	bool above = !strcmp(scen, "above"), off = !strcmp(scen, "off");
-	int big_path = above		      ? MW_SMC_PATH_PEER
-		       : !strcmp(scen, "cma") ? MW_SMC_PATH_CMA
-					      : MW_SMC_PATH_STAGED;
+	bool cma = !strcmp(scen, "cma") || !strcmp(scen, "nofile");
+	int big_path = above ? MW_SMC_PATH_PEER
+		       : cma ? MW_SMC_PATH_CMA
+			     : MW_SMC_PATH_STAGED;
 
+	if (!strcmp(scen, "nofile"))
+		CHECK(!no_more_fds(), "setrlimit");
 	if (no_check)
 		CHECK(!mw_smc_test_knob(c, MW_SMC_KNOB_PEER_NO_CHECK, 1),
 		      "knob");
@@ -177,7 +203,7 @@ static int receiver(struct mw_smc *c)
 			      ps.recv_twocopy == 1 &&
 			      ps.recv_twocopy_bytes == SMALL && !ps.recv_cma,
 		      "above: single copy for BIG, two-copy for SMALL");
-	if (!strcmp(scen, "cma"))
+	if (cma)
 		CHECK(ps.recv_cma == 1 && ps.recv_cma_bytes == BIG &&
 			      !ps.recv_peer,
 		      "cma: BIG by CMA");
@@ -199,7 +225,7 @@ int main(int argc, char **argv)
 	int rc, st;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: t_peer above|cma|stale|off "
+		fprintf(stderr, "usage: t_peer above|cma|stale|off|nofile "
 				"[--no-share|--no-check]\n");
 		return 1;
 	}
