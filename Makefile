@@ -6,7 +6,7 @@ TOP := $(CURDIR)
 include mk/common.mk
 
 # User-space parts in build order: libuser links the archives of hooks,
-# rcache and smcuda into libmmuwatch; the rest link libmmuwatch. Built one
+# rcache, smcuda and peer into libmmuwatch; the rest link libmmuwatch. Built one
 # after the other (each part's own make may still run in parallel), and
 # never as make targets of their own: `bench` and `demo` are also targets.
 PARTS := hooks rcache smcuda peer libuser tools selftests bench demo mpi man

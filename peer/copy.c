@@ -31,12 +31,15 @@ static int mwp_env_done;
 
 static void mwp_env(void)
 {
-	const char *v;
-
 	if (__atomic_load_n(&mwp_env_done, __ATOMIC_ACQUIRE))
 		return;
-	v = getenv("MMUWATCH_PEER_TEST_NOINVAL");
+#ifdef MW_TESTING
+	/* the oracle's negative control: invalidation off (test variant and
+	 * peer/'s tests only; the shipped library has no such switch) */
+	const char *v = getenv("MMUWATCH_PEER_TEST_NOINVAL");
+
 	mwp_noinval = v && !strcmp(v, "1");
+#endif
 	__atomic_store_n(&mwp_env_done, 1, __ATOMIC_RELEASE);
 }
 

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "hooks/share.h"
-#include "peer/peer.h"
+#include "mmuwatch/peer.h"
 
 #define MWP_HIDDEN __attribute__((visibility("hidden")))
 

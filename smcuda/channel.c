@@ -67,6 +67,7 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 		       (size_t)cfg->nranks * sizeof(int));
 	}
 	c->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 60000;
+	mw_peer_path_init(c);
 	c->flags = cfg->flags;
 	c->hc_max_entries = cfg->ipc_cache_max_entries ?
 		cfg->ipc_cache_max_entries : 128;
@@ -353,6 +354,12 @@ int mw_smc_test_knob(struct mw_smc *c, int knob, long value)
 		break;
 	case MW_SMC_KNOB_NO_INFLIGHT_PIN:
 		c->knob_no_pin = value;
+		break;
+	case MW_SMC_KNOB_PEER_STALE:
+		c->knob_peer_stale = value;
+		break;
+	case MW_SMC_KNOB_PEER_NO_CHECK:
+		c->knob_peer_no_check = value;
 		break;
 	default:
 		return -EINVAL;

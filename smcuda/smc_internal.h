@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include "cu_api.h"
 #include "mmuwatch/mmuwatch.h"
+#include "mmuwatch/peer.h"
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 
@@ -97,6 +98,7 @@ enum msg_type {
 	MSG_EAGER = 1, MSG_RTS_STAGED, MSG_RTS_IPC,		/* data ring */
 	MSG_IPC_REQ, MSG_IPC_ACK, MSG_IPC_NOTREADY, MSG_IPC_CONFIRM,
 	MSG_FIN, MSG_NAK,					/* ctl ring */
+	MSG_RTS_PEER,			/* data ring: peer.c, since 1.1 */
 };
 
 struct msg_hdr {
@@ -108,7 +110,7 @@ struct msg_hdr {
 };
 
 /* FIN verdicts: how the receiver settled an IPC message. */
-enum { FIN_OK = 0, FIN_EIO = 1, FIN_TRUNC = 2 };
+enum { FIN_OK = 0, FIN_EIO = 1, FIN_TRUNC = 2, FIN_OK_CMA = 3 };
 
 struct msg_ipc {
 	struct msg_hdr h;
@@ -117,6 +119,13 @@ struct msg_ipc {
 	int32_t rdev;
 	int32_t pad;
 };
+
+/* A large host message: where the receiver copies it from (peer.c). */
+struct msg_peer {
+	struct msg_hdr h;
+	struct mw_peer_desc d;
+};
+_Static_assert(sizeof(struct msg_peer) <= MW_FIFO_CELL, "cell too small");
 
 #define EAGER_MAX (MW_FIFO_CELL - sizeof(struct msg_hdr))
 _Static_assert(sizeof(struct msg_ipc) <= MW_FIFO_CELL, "cell too small");
@@ -290,6 +299,10 @@ struct mw_smc {
 	int *cfg_gr;		/* global_ranks as given, NULL if none */
 	/* test knobs */
 	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
+	bool knob_peer_stale, knob_peer_no_check;
+	/* large host messages by the peer mapping cache (peer.c) */
+	uint64_t peer_min;		/* 0: off */
+	struct mw_smc_path_stats pst;
 	/* checkpoint/restart (cr.c): progress holds cr_mu */
 	pthread_mutex_t cr_mu;
 	bool cr_quiesced;
@@ -332,6 +345,18 @@ MW_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
 MW_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
 MW_HIDDEN void mw_ring_drain(struct mw_smc *c);
 MW_HIDDEN void mw_ring_free(struct mw_smc *c);
+
+/* peer.c */
+MW_HIDDEN void mw_peer_path_init(struct mw_smc *c);
+MW_HIDDEN bool mw_peer_path_want(const struct mw_smc *c,
+				 const struct mw_smc_req *r);
+MW_HIDDEN bool mw_peer_path_rts(struct mw_smc *c, struct mw_smc_req *r,
+				struct msg_peer *m);
+MW_HIDDEN void mw_peer_path_settled(struct mw_smc *c, struct mw_smc_req *r,
+				    const struct msg_hdr *h);
+MW_HIDDEN void mw_peer_path_recv(struct mw_smc *c, struct mw_ep *ep,
+				 struct mw_smc_req *r,
+				 const struct msg_peer *m);
 
 /* xfer.c */
 MW_HIDDEN int mw_progress(struct mw_smc *c);

@@ -11,6 +11,9 @@
  *         message staged instead, so data always arrives. A receive
  *         buffer too small answers FIN_TRUNC: both sides fail with
  *         -EMSGSIZE (the message is consumed, nothing is written).
+ *  PEER   (large host messages, peer.c) RTS cell with a descriptor of the
+ *         sender's buffer; the receiver copies it once (mapping or CMA)
+ *         and sends FIN, or NAK and the sender streams it staged.
  * Staged chunks of a message are streamed only after every earlier
  * message to that peer is settled, so a NAK never finds the bounce slots
  * taken by a later message.
@@ -91,12 +94,13 @@ static bool push_rts(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r)
 	union {
 		struct msg_hdr h;
 		struct msg_ipc m;
+		struct msg_peer p;
 		unsigned char raw[MW_FIFO_CELL];
 	} u;
 	size_t n = sizeof(u.h);
 	CUresult cr;
 
-	memset(&u, 0, sizeof(u.m));
+	memset(&u, 0, sizeof(u));
 	u.h.tag = r->tag;
 	u.h.seq = r->seq;
 	u.h.len = r->len;
@@ -120,8 +124,15 @@ static bool push_rts(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r)
 		memcpy(u.raw + sizeof(u.h), r->buf, r->len);
 		n += r->len;
 	}
+	if (r->path == MW_SMC_PATH_PEER) {
+		if (mw_peer_path_rts(c, r, &u.p))
+			n = sizeof(u.p);
+		else
+			r->path = MW_SMC_PATH_STAGED; /* cannot describe */
+	}
 	u.h.type = r->path == MW_SMC_PATH_EAGER ? MSG_EAGER :
-		r->path == MW_SMC_PATH_IPC ? MSG_RTS_IPC : MSG_RTS_STAGED;
+		r->path == MW_SMC_PATH_IPC ? MSG_RTS_IPC :
+		r->path == MW_SMC_PATH_PEER ? MSG_RTS_PEER : MSG_RTS_STAGED;
 	if (!mw_fifo_push(&ep->out->data, &u, n))
 		return false;
 	if (r->path == MW_SMC_PATH_EAGER) {
@@ -130,8 +141,10 @@ static bool push_rts(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r)
 	} else {
 		if (r->path == MW_SMC_PATH_IPC)
 			c->st.ipc++;
-		else
+		else if (r->path == MW_SMC_PATH_STAGED)
 			c->st.staged++;
+		if (r->path == MW_SMC_PATH_STAGED && !r->gpu)
+			c->pst.sent_twocopy++;
 		r->phase = RP_ACTIVE;
 	}
 	return true;
@@ -187,8 +200,12 @@ static void on_fin_nak(struct mw_smc *c, struct mw_ep *ep,
 {
 	for (struct mw_smc_req *r = ep->sendq.head; r; r = r->next) {
 		if (r->seq != h->seq || r->phase != RP_ACTIVE ||
-		    r->path != MW_SMC_PATH_IPC)
+		    (r->path != MW_SMC_PATH_IPC && r->path != MW_SMC_PATH_PEER))
 			continue;
+		if (r->path == MW_SMC_PATH_PEER) {
+			mw_peer_path_settled(c, r, h);
+			return;
+		}
 		if (h->type == MSG_FIN) {
 			mw_req_finish(c, r, h->arg == FIN_OK ? 0 :
 				      h->arg == FIN_TRUNC ? -EMSGSIZE : -EIO);
@@ -271,6 +288,7 @@ static void take_msg(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 {
 	struct msg_hdr h;
 	struct msg_ipc m;
+	struct msg_peer p;
 
 	memcpy(&h, cell, sizeof(h));
 	r->tag = h.tag;
@@ -292,6 +310,11 @@ static void take_msg(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 		memcpy(&m, cell, sizeof(m));
 		mw_fifo_pop(&ep->in->data);
 		recv_ipc(c, ep, r, &m);
+		break;
+	case MSG_RTS_PEER:
+		memcpy(&p, cell, sizeof(p));
+		mw_fifo_pop(&ep->in->data);
+		mw_peer_path_recv(c, ep, r, &p);
 		break;
 	case MSG_RTS_STAGED:
 		mw_fifo_pop(&ep->in->data);
@@ -329,6 +352,10 @@ static void stream_in(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r)
 				      memory_order_release);
 		ep->stream_rd++;
 		r->done_bytes += n ? n : r->len - r->done_bytes;
+	}
+	if (!r->gpu && !r->error) {
+		c->pst.recv_twocopy++;
+		c->pst.recv_twocopy_bytes += r->len;
 	}
 	mw_req_finish(c, r, 0);
 }
@@ -525,8 +552,9 @@ int mw_smc_isend(struct mw_smc *c, int peer, uint32_t tag, const void *buf,
 		r->path = ep->ipc.state == MW_SMC_IPC_OK && r->b.ipc_ok ?
 			MW_SMC_PATH_IPC : MW_SMC_PATH_STAGED;
 	} else {
-		r->path = len <= EAGER_MAX ? MW_SMC_PATH_EAGER :
-			MW_SMC_PATH_STAGED;
+		r->path = len <= EAGER_MAX	   ? MW_SMC_PATH_EAGER :
+			  mw_peer_path_want(c, r) ? MW_SMC_PATH_PEER :
+						    MW_SMC_PATH_STAGED;
 	}
 	list_add(&ep->sendq, r);
 	*req = r;

@@ -40,7 +40,7 @@ check_exports() {
 	exports "$1" | while read -r n v; do
 		case "$n" in
 		mw_smc_test_knob) echo "  test knob exported: $n $v" ;;
-		mw_cr_*) [ "$v" = MMUWATCH_1.1 ] || echo "  $n at version '$v', not MMUWATCH_1.1" ;;
+		mw_cr_*|mw_peer_*|mw_smc_get_path_stats) [ "$v" = MMUWATCH_1.1 ] || echo "  $n at version '$v', not MMUWATCH_1.1" ;;
 		mw_*) [ "$v" = MMUWATCH_1.0 ] || echo "  $n at version '$v', not MMUWATCH_1.0" ;;
 		MMUWATCH_1.0|MMUWATCH_1.1) ;;	# the version definitions
 		*) if echo " $(echo $INTERPOSED) " | grep -q " $n "; then

@@ -15,7 +15,7 @@ for f in "$@"; do
 	[ -f "$f" ] || { echo "  $f: missing"; found=1; continue; }
 	s=$(nm --defined-only "$f" 2>/dev/null | awk '{ print $NF }' |
 		grep -E '^(mw_test_[a-z0-9_]*|mw_smc_test_knob)$' | sort -u)
-	e=$(strings -a "$f" | grep -oE 'MMUWATCH_(HOOKS_TEST_[A-Z_]*|SYSFS_ROOT)' | sort -u)
+	e=$(strings -a "$f" | grep -oE 'MMUWATCH_(HOOKS_TEST_[A-Z_]*|PEER_TEST_[A-Z_]*|SYSFS_ROOT)' | sort -u)
 	for k in $s $e; do echo "  $f: test knob $k"; found=1; done
 done
 exit $found

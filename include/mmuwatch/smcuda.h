@@ -89,6 +89,9 @@ enum mw_smc_path {
 	MW_SMC_PATH_EAGER = 1,	/* inline in the FIFO cell */
 	MW_SMC_PATH_STAGED,	/* through shared-memory bounce buffers */
 	MW_SMC_PATH_IPC,	/* CUDA IPC mapping + cuMemcpyAsync */
+	/* since 1.1: large host messages (mw_smc_get_path_stats) */
+	MW_SMC_PATH_PEER,	/* one memcpy via the peer mapping cache */
+	MW_SMC_PATH_CMA,	/* process_vm_readv by the receiver */
 };
 
 struct mw_smc_status {
@@ -186,6 +189,36 @@ MW_SMC_API int mw_smc_slot_register(struct mw_smc *c, const char *name);
 MW_SMC_API int mw_smc_slot_set(struct mw_smc *c, int peer, int slot,
 			       void *data);
 MW_SMC_API void *mw_smc_slot_get(struct mw_smc *c, int peer, int slot);
+
+/*
+ * Since 1.1 (symbol version MMUWATCH_1.1). Host messages of at least
+ * `threshold` bytes (MMUWATCH_SMC_PEER_MIN, default 1048576; 0 or "off":
+ * never) go single-copy: the sender describes its buffer
+ * (mw_peer_describe, include/mmuwatch/peer.h) and sends only that; the
+ * receiver copies with mw_peer_copy, through its mapping of the sender's
+ * heap file (MW_SMC_PATH_PEER) when the sender's heap is shareable
+ * (MMUWATCH_SHAREABLE_HEAP=1 or mw_peer_share_enable()), else with CMA
+ * (MW_SMC_PATH_CMA). Any refusal (block not shareable, fds refused or out
+ * of fds, a stale descriptor, no ptrace access) falls back: span to CMA
+ * inside mw_peer_copy, then to the two-copy path (bounce buffers).
+ * Counters of this process: received messages by the path that moved
+ * them, sent messages by the path that settled them.
+ */
+struct mw_smc_path_stats {
+	size_t size;			/* in: sizeof(struct mw_smc_path_stats) */
+	uint64_t threshold;		/* 0: the peer path is off */
+	uint64_t recv_peer, recv_peer_bytes;	/* single copy, mapping */
+	uint64_t recv_cma, recv_cma_bytes;	/* single copy, CMA */
+	uint64_t recv_twocopy, recv_twocopy_bytes; /* host, bounce buffers */
+	uint64_t sent_peer, sent_cma, sent_twocopy;
+	uint64_t peer_refused;		/* receiver answered NAK: two-copy */
+	uint64_t peer_stale;		/* of those: -ESTALE */
+};
+/* Fills the 1.1 fields and sets st->size to their size (a caller built
+ * with a later, larger struct sees what this library has); -EINVAL if
+ * st->size is smaller than the 1.1 struct. */
+MW_SMC_API int mw_smc_get_path_stats(struct mw_smc *c,
+				     struct mw_smc_path_stats *st);
 
 /* The test-only knobs (mw_smc_test_knob) are in the test variant of the
  * library only: include/testing/mmuwatch_test.h. */

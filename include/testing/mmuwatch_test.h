@@ -43,6 +43,10 @@ enum mw_smc_knob {
 	MW_SMC_KNOB_NO_CACHE,		/* open+close a handle per copy */
 	MW_SMC_KNOB_NO_OVERLAP_SCAN,	/* rely on ALREADY_MAPPED only */
 	MW_SMC_KNOB_NO_INFLIGHT_PIN,	/* evict mappings under copies */
+	MW_SMC_KNOB_PEER_STALE,		/* send peer descriptors a generation
+					 * old (the receiver must refuse) */
+	MW_SMC_KNOB_PEER_NO_CHECK,	/* receiver: a refused peer copy is
+					 * reported done (no fallback) */
 };
 MW_SMC_API int mw_smc_test_knob(struct mw_smc *c, int knob, long value);
 

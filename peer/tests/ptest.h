@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "hooks/alloc.h"
-#include "peer/peer.h"
+#include "mmuwatch/peer.h"
 
 #define PT_PASS 0
 #define PT_FAIL 1

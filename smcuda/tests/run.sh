@@ -12,6 +12,22 @@ run "$TESTBIN/t_fifo"
 run "$TESTBIN/t_double"
 run "$TESTBIN/t_smc"
 run "$TESTBIN/t_lazy"
+# Large host messages by the peer mapping cache, and its negative controls
+# (no shared heap: no single copy; a refused copy claimed done: bad bytes).
+if [ -n "${SAN:-}" ]; then
+	echo "skip t_peer in a sanitizer build (it links the library's allocator)"
+else
+for s in above cma stale off nofile; do run "$TESTBIN/t_peer" $s; done
+for a in "above --no-share" "stale --no-check"; do
+	echo "== t_peer $a (negative control, must fail)"
+	# shellcheck disable=SC2086
+	if "$TESTBIN/t_peer" $a; then
+		echo "FAILED: t_peer $a passed"; fail=1
+	else
+		echo "ok negative control: t_peer $a fails"
+	fi
+done
+fi
 # With a CUDA toolkit: our driver declarations match its cuda.h (built, and
 # the wrong-prototype control rejected, by make), and the real driver path
 # links against its stub libcuda. Without one: skipped, said so.

@@ -13,10 +13,8 @@
  * the owner's fds cannot be had. A descriptor of a block the owner has
  * freed since is refused (-ESTALE), never served.
  *
- * Not yet in libmmuwatch.so: exporting these needs a new symbol version
- * node and ABI baseline (libuser/abi); until then programs link
- * build/lib/libmw_peer.a with the allocator (see peer/Makefile), and this
- * header moves to include/mmuwatch/ with that change.
+ * In libmmuwatch.so.1 at symbol version MMUWATCH_1.1. The smcuda channel
+ * uses it for its large host messages (include/mmuwatch/smcuda.h).
  */
 #ifndef MMUWATCH_PEER_H
 #define MMUWATCH_PEER_H
