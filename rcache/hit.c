@@ -213,13 +213,8 @@ static __attribute__((noinline)) int get_slow(struct mwr_rcache *rc,
 	/* Miss: bounded deferred work first, then look again under the lock. */
 	mwu_progress_round(MWR_DRAIN_PER_CALL, 0);
 	pthread_mutex_lock(&rc->lock);
-	if (mwu_cr_gated()) {
-		/* A checkpoint began: its quiesce takes this lock next. */
-		pthread_mutex_unlock(&rc->lock);
-		ret = mwu_cr_wait();
-		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
-						 (void *)s, e - s, 0, out);
-	}
+	if (mwu_cr_gated())
+		return mwr_get_after_checkpoint(rc, s, e, out);
 	mwr_process_invalid(rc, MWR_DRAIN_PER_CALL);
 	r = mwu_core.source != MW_SOURCE_NONE ? try_hit(rc, s, e, rc) : NULL;
 	if (r)

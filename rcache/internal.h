@@ -298,6 +298,8 @@ MWU_HIDDEN int mwr_miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 			struct mwr_region **out, int cache);
 MWU_HIDDEN int mwr_get_uncached(struct mwr_rcache *rc, uintptr_t s,
 				uintptr_t e, struct mw_region **out);
+MWU_HIDDEN int mwr_get_after_checkpoint(struct mwr_rcache *rc, uintptr_t s,
+					uintptr_t e, struct mw_region **out);
 
 /*
  * Test knobs (include/testing/mmuwatch_test.h) exist only in the test

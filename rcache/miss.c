@@ -157,6 +157,20 @@ release_unregistered:
 	return MW_EREG;
 }
 
+/* A checkpoint began while this get waited for the cache lock (held):
+ * its quiesce takes the lock next. Let go, wait until the process
+ * continues or restarts (or fail, MW_CR_F_FAIL), then get afresh. */
+int mwr_get_after_checkpoint(struct mwr_rcache *rc, uintptr_t s,
+			     uintptr_t e, struct mw_region **out)
+{
+	int ret;
+
+	pthread_mutex_unlock(&rc->lock);
+	ret = mwu_cr_wait();
+	return ret ? ret : mw_rcache_get((struct mw_rcache *)rc, (void *)s,
+					 e - s, 0, out);
+}
+
 /* Fail closed (guard.c): the source no longer guarantees what caching
  * needs. Drop what is cached, register afresh; the last put deregisters. */
 int mwr_get_uncached(struct mwr_rcache *rc,
@@ -167,12 +181,8 @@ int mwr_get_uncached(struct mwr_rcache *rc,
 	int ret;
 
 	pthread_mutex_lock(&rc->lock);
-	if (mwu_cr_gated()) {
-		pthread_mutex_unlock(&rc->lock);
-		ret = mwu_cr_wait();
-		return ret ? ret : mw_rcache_get((struct mw_rcache *)rc,
-						 (void *)s, e - s, 0, out);
-	}
+	if (mwu_cr_gated())
+		return mwr_get_after_checkpoint(rc, s, e, out);
 	/* A library load holds the guarantee down only for its window: what
 	 * is cached stays (the check after the load flushes if a hook was
 	 * lost); any other drop means releases may have gone unseen. */
