@@ -54,6 +54,7 @@ static struct {
 	size_t nmaps, bytes;
 	size_t max_maps, max_bytes;
 	int warned_fd;
+	int quiesced; /* checkpoint in effect: no new mapping, CMA only */
 	pthread_once_t once;
 } c = {.lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT};
 
@@ -76,6 +77,7 @@ static void mwp_init(void)
 	c.max_maps = mwp_env_size("MMUWATCH_PEER_MAX_MAPS", 1024);
 	c.max_bytes = mwp_env_size("MMUWATCH_PEER_MAX_BYTES", (size_t)4 << 30);
 	pthread_atfork(NULL, NULL, mwp_atfork_child);
+	mwp_cr_register();
 }
 
 static long mwp_coarse_ns(void)
@@ -332,7 +334,7 @@ int mwp_cache_get(const struct mw_peer_desc *d, struct mwp_map **out,
 
 	pthread_once(&c.once, mwp_init);
 	pthread_mutex_lock(&c.lock);
-	o = mwp_owner_get(d, &victims);
+	o = c.quiesced ? NULL : mwp_owner_get(d, &victims);
 	if (!o || o->cma_only) {
 		r = -ENOENT;
 		goto out;
@@ -438,6 +440,69 @@ void mwp_cache_usage(uint64_t *maps, uint64_t *bytes)
 	*maps = c.nmaps;
 	*bytes = c.bytes;
 	pthread_mutex_unlock(&c.lock);
+}
+
+/*
+ * Checkpoint (cr.c): wait up to wait_ms for copies in flight, then drop
+ * every mapping and every owner's fds and pidfd, and keep new copies on
+ * CMA until mwp_cache_resume(): a checkpointer must find no other
+ * process's memfds or pidfds here, and after a restore the peers are new
+ * processes anyway. 0, or -EBUSY (nothing dropped) when a copy stays.
+ */
+int mwp_cache_quiesce(unsigned wait_ms)
+{
+	struct mwp_map *v = NULL;
+	unsigned h, i, waited = 0;
+	int busy;
+
+	pthread_once(&c.once, mwp_init);
+	pthread_mutex_lock(&c.lock);
+	c.quiesced = 1;
+	for (;;) {
+		busy = 0;
+		for (h = 0; h < MWP_HASH && !busy; h++)
+			for (struct mwp_map *m = c.hash[h]; m; m = m->hnext)
+				busy |= m->refs != 0;
+		if (!busy || waited >= wait_ms)
+			break;
+		pthread_mutex_unlock(&c.lock);
+		usleep(1000);
+		waited++;
+		pthread_mutex_lock(&c.lock);
+	}
+	if (busy) {
+		c.quiesced = 0;
+		pthread_mutex_unlock(&c.lock);
+		return -EBUSY;
+	}
+	for (h = 0; h < MWP_HASH; h++)
+		while (c.hash[h])
+			mwp_detach(c.hash[h], &v);
+	for (i = 0; i < MWP_NOWNERS; i++) {
+		if (c.owners[i].pid)
+			mwp_owner_close(&c.owners[i]);
+		memset(&c.owners[i], 0, sizeof(c.owners[i]));
+	}
+	pthread_mutex_unlock(&c.lock);
+	mwp_unmap_list(v);
+	return 0;
+}
+
+void mwp_cache_resume(void)
+{
+	pthread_mutex_lock(&c.lock);
+	c.quiesced = 0;
+	pthread_mutex_unlock(&c.lock);
+}
+
+int mwp_cache_quiesced(void)
+{
+	int q;
+
+	pthread_mutex_lock(&c.lock);
+	q = c.quiesced;
+	pthread_mutex_unlock(&c.lock);
+	return q;
 }
 
 /* A forked child is nobody's peer yet: forget everything (only this thread

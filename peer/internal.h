@@ -62,6 +62,11 @@ MWP_HIDDEN int mwp_cache_get(const struct mw_peer_desc *d, struct mwp_map **out,
 MWP_HIDDEN void mwp_cache_put(struct mwp_map *m);
 MWP_HIDDEN int mwp_cache_limits(size_t max_maps, size_t max_bytes);
 MWP_HIDDEN void mwp_cache_usage(uint64_t *maps, uint64_t *bytes);
+MWP_HIDDEN int mwp_cache_quiesce(unsigned wait_ms);
+MWP_HIDDEN void mwp_cache_resume(void);
+MWP_HIDDEN int mwp_cache_quiesced(void);
+/* cr.c: the cache as a checkpoint/restart client of libmmuwatch. */
+MWP_HIDDEN void mwp_cr_register(void);
 
 /* copy.c: test switch, the oracle's negative control (no checks). */
 MWP_HIDDEN extern int mwp_noinval;
