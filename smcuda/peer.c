@@ -99,16 +99,8 @@ void mw_peer_path_recv(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 {
 	int p;
 
-	r->path = MW_SMC_PATH_PEER;
-	if (ep->dead) {
-		mw_req_finish(c, r, -ECONNRESET);
+	if (mw_rndv_recv_start(c, ep, r, MW_SMC_PATH_PEER))
 		return;
-	}
-	if (r->len > r->cap) {
-		mw_ctl_send(c, ep, MSG_FIN, r->seq, FIN_TRUNC);
-		mw_req_finish(c, r, -EMSGSIZE);
-		return;
-	}
 	/* the descriptor must be the message's own; GPU memory is staged */
 	p = r->gpu || m->d.len != r->len || !mw_peer_copy
 		    ? -EINVAL

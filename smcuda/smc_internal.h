@@ -362,6 +362,8 @@ MW_HIDDEN void mw_peer_path_recv(struct mw_smc *c, struct mw_ep *ep,
 MW_HIDDEN int mw_progress(struct mw_smc *c);
 MW_HIDDEN void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r,
 			     int err);
+MW_HIDDEN bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
+				  struct mw_smc_req *r, int path);
 MW_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
 MW_HIDDEN void mw_flush_ctl(struct mw_ep *ep);
 MW_HIDDEN void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r);

@@ -219,24 +219,36 @@ static void on_fin_nak(struct mw_smc *c, struct mw_ep *ep,
 
 /* ---- receive side ---- */
 
+/*
+ * Start of a receive that copies from the sender's memory (IPC, peer):
+ * record the path, then finish the request at once (true) when the peer
+ * is gone (its memory may be too) or the message does not fit (the
+ * sender learns it too: its request fails the same way).
+ */
+bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
+			struct mw_smc_req *r, int path)
+{
+	r->path = path;
+	if (ep->dead) {
+		mw_req_finish(c, r, -ECONNRESET);
+		return true;
+	}
+	if (r->len > r->cap) {
+		mw_ctl_send(c, ep, MSG_FIN, r->seq, FIN_TRUNC);
+		mw_req_finish(c, r, -EMSGSIZE);
+		return true;
+	}
+	return false;
+}
+
 static void recv_ipc(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 		     const struct msg_ipc *m)
 {
 	struct ring_ent re = { .req = r, .peer = ep->peer };
 	CUresult cr;
 
-	r->path = MW_SMC_PATH_IPC;
-	if (ep->dead) {
-		/* left by a peer that is gone: its GPU memory may be too */
-		mw_req_finish(c, r, -ECONNRESET);
+	if (mw_rndv_recv_start(c, ep, r, MW_SMC_PATH_IPC))
 		return;
-	}
-	if (r->len > r->cap) {
-		/* the sender learns it too: its request fails the same way */
-		mw_ctl_send(c, ep, MSG_FIN, r->seq, FIN_TRUNC);
-		mw_req_finish(c, r, -EMSGSIZE);
-		return;
-	}
 	if (mw_cuda_ready(c) || m->off > m->rsize ||
 	    r->len > m->rsize - m->off ||
 	    mw_hc_get(c, ep, m, &re.he, &re.local))
