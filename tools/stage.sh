@@ -34,9 +34,11 @@ printf '  %-7s %-22s %-22s %5ss  %s  (%s)\n' "$res" "$STAGE" "$KERNEL" "$secs" "
 [ "$res" = "not ok" ] && [ "${MW_STAGE_SHOW:-0}" != 1 ] && {
 	# What failed, with the diagnostics just before it, so a CI log that
 	# only keeps this summary still names the failing test.
-	if [ "$nok" -gt 0 ]; then
+	# TAP "not ok", and the "FAILED"/"FAIL" lines of the plain runners.
+	bad='^ *not ok |^FAILED|^FAIL '
+	if grep -qE "$bad" "$LOG"; then
 		echo "    failing tests in $LOG (with the 6 lines before each):"
-		grep -B6 -E '^ *not ok ' "$LOG" | head -60 | sed 's/^/    | /'
+		grep -B6 -E "$bad" "$LOG" | head -80 | sed 's/^/    | /'
 	fi
 	echo "    last lines of $LOG:"; tail -15 "$LOG" | sed 's/^/    | /'; }
 printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$STAGE" "$KERNEL" "$res" "$secs" "$counts" "$LOG" >> "$SUMMARY"
