@@ -25,7 +25,12 @@ uint64_t mw_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Start time of a live, non-zombie process; 0 if it is gone. */
+/*
+ * Start time of a live, non-zombie process; 0 if it is gone; START_UNKNOWN
+ * if we cannot tell (out of file descriptors, say): never "gone" then, or a
+ * live peer would be declared dead.
+ */
+#define START_UNKNOWN UINT64_MAX
 static uint64_t proc_starttime(pid_t pid)
 {
 	char path[64], buf[1024];
@@ -38,7 +43,7 @@ static uint64_t proc_starttime(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? 0 : START_UNKNOWN;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
@@ -127,8 +132,12 @@ static void unlink_file(struct mw_smc *c)
 /* Owner of a used slot gone? Unknowable across pid namespaces: no. */
 static bool owner_dead(struct seg_rank *sr, uint64_t ns)
 {
-	return atomic_load(&sr->pidns) == (uint32_t)ns &&
-		proc_starttime(atomic_load(&sr->pid)) != seg_start(sr);
+	uint64_t st;
+
+	if (atomic_load(&sr->pidns) != (uint32_t)ns)
+		return false;
+	st = proc_starttime(atomic_load(&sr->pid));
+	return st != START_UNKNOWN && st != seg_start(sr);
 }
 
 /*
@@ -303,6 +312,10 @@ again:
 		struct seg_rank *sr = &h->rank[rank];
 		uint64_t start = proc_starttime(getpid());
 
+		if (start == START_UNKNOWN) {
+			r = errno ? -errno : -EIO;
+			goto fail;
+		}
 		/*
 		 * Claim the slot first (from EMPTY, or from the state of an
 		 * owner that is gone), then write the record, then publish
@@ -377,8 +390,11 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 		/* not joined yet: only a known pid tells */
 		return c->peer_pid[peer] <= 0 ||
 			proc_starttime(c->peer_pid[peer]) != 0;
-	if (atomic_load(&sr->pidns) == (uint32_t)c->pidns)
-		return proc_starttime(atomic_load(&sr->pid)) == seg_start(sr);
+	if (atomic_load(&sr->pidns) == (uint32_t)c->pidns) {
+		uint64_t st = proc_starttime(atomic_load(&sr->pid));
+
+		return st == START_UNKNOWN || st == seg_start(sr);
+	}
 	hb = atomic_load(&c->hdr->beat[peer].v);
 	now = mw_now_ms();
 	if (c->ep && hb != c->ep[peer].hb_seen) {
@@ -392,7 +408,12 @@ bool mw_seg_peer_alive(struct mw_smc *c, int peer)
 void mw_seg_restarted(struct mw_smc *c)
 {
 	struct seg_rank *sr = &c->hdr->rank[c->rank];
+	uint64_t st = proc_starttime(getpid());
 
 	atomic_store(&sr->pid, (int32_t)getpid());
-	seg_set_start(sr, proc_starttime(getpid()));
+	/*
+	 * Unknown (no fd left at restart): peers then take us for gone and
+	 * fail our messages (ECONNRESET), loudly, never silently.
+	 */
+	seg_set_start(sr, st != START_UNKNOWN ? st : 0);
 }

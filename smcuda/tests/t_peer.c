@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,21 +148,21 @@ static int recv_one(struct mw_smc *c, unsigned char *buf, size_t len,
 	return 0;
 }
 
-/* Leave no room for another fd: the limit at the count open now. */
+/*
+ * Leave no room for another fd: the limit at the lowest free descriptor
+ * number. (Not at the count open now: a launcher may leave a gap below an
+ * inherited high fd, and the next fd would take the gap.)
+ */
 static int no_more_fds(void)
 {
 	struct rlimit rl;
-	DIR *d = opendir("/proc/self/fd");
-	rlim_t n = 0;
+	int fd = 0;
 
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d); /* n counted ".", ".." and d's own fd: n - 3 open */
+	while (fcntl(fd, F_GETFD) != -1)
+		fd++;
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return -1;
-	rl.rlim_cur = n - 3;
+	rl.rlim_cur = (rlim_t)fd;
 	return setrlimit(RLIMIT_NOFILE, &rl);
 }
 
