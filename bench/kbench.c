@@ -558,10 +558,16 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		if (!(max & DOS_FAR))
 			rest = 0;
 		per = rest / ctxs + 1;
+		/* one context holds at most max_watches words */
+		if (per > sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8) {
+			per = sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8;
+			rest = per * ctxs;
+		}
 		if (max & DOS_STACK) {
-			/* depth deep on every page, less ctx 0's file watches */
+			/* depth deep on every page (ctx 0 less its file
+			 * watches, below) */
 			per = depth * pages;
-			rest = per * ctxs - ((max & DOS_FILE) ? pages : 0);
+			rest = per * ctxs;
 		}
 		for (i = 0; i < ctxs; i++) {
 			c[i].fd = open_ctx(64, per + 2 * pages + 8);

@@ -73,8 +73,8 @@ static int w(struct mwt *m, char *buf, long first, long npages)
 /* The defaults an administrator gets, as README "Limits" states them. */
 TEST_F(depth, defaults)
 {
-	EXPECT_EQ(4, self->saved[0]);
-	EXPECT_EQ(4, self->saved[1]);
+	EXPECT_EQ(3, self->saved[0]);
+	EXPECT_EQ(2, self->saved[1]);
 }
 
 /* The same page: exactly max_watch_depth watches, then ENOSPC. */
