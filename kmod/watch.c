@@ -289,6 +289,8 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 		wake = false;
 		cond_resched();
 		spin_lock(&ctx->lock);
+		if (ctx->closing)
+			break;
 	}
 	spin_unlock(&ctx->lock);
 	if (fired)
