@@ -473,13 +473,14 @@ static int bench_exit(long n)
  * re-arms its one-shot watches on them and empties its rings; then the
  * truncater times ftruncate(0) (every mapped page is invalidated in the
  * mapper's mm) and refills the file, untimed. In mode max the mapper
- * holds its default per-user maximum: max_user_contexts contexts,
- * max_user_persistent whole-address-space persistent watches spread one
- * per context (the costliest layout: one notifier callback each), and
- * max_user_watches watches in all (less 8): one one-shot watch per file
- * page, the rest on an untouched area of its own. Mode stacked (not in
- * the figure; the worst layout) puts that rest on the file pages too and
- * re-arms it every round.
+ * holds what the default limits let one process hold: max_mm_contexts
+ * contexts (of max_user_contexts), as many whole-address-space persistent
+ * watches as they take (max_persistent each, max_user_persistent in all),
+ * and max_user_watches watches in all (less 8): one one-shot watch per
+ * file page, the rest on an untouched area of its own. Mode stacked
+ * covers every file page max_watch_depth deep in every context instead
+ * (the most the limits let one process make a page cost), re-armed every
+ * round, and checks that one more is refused.
  */
 struct dos_ctx {
 	int fd;
@@ -513,7 +514,7 @@ static void watch_ranges(int fd, struct mmuwatch_range *r, size_t n)
 static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		       int wfd)
 {
-	long ctxs = 0, pers = 0, watches = 0, i, k, per, rest;
+	long ctxs = 0, pers = 0, watches = 0, depth = 1, i, k, per, rest;
 	struct mmuwatch_range *fr = NULL, pr;
 	struct dos_ctx *c = NULL;
 	volatile char sink;
@@ -523,11 +524,26 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 	if (map == MAP_FAILED)
 		die("mapper mmap");
 	if (max) {
+		long mmc = sysfs_num(MW_PARAMS, "max_mm_contexts");
+		long ppc = sysfs_num(MW_PARAMS, "max_persistent");
+
 		ctxs = sysfs_num(MW_PARAMS, "max_user_contexts");
 		pers = sysfs_num(MW_PARAMS, "max_user_persistent");
 		watches = sysfs_num(MW_PARAMS, "max_user_watches");
-		if (ctxs < 1 || pers < 0 || watches < pages + pers)
+		depth = sysfs_num(MW_PARAMS, "max_watch_depth");
+		/* A module before 1.2 has neither bound: the same layout as
+		 * the defaults of 1.2 compares like with like. */
+		if (mmc < 0 && depth < 0) {
+			mmc = 4;
+			depth = 4;
+		}
+		if (ctxs < 1 || pers < 0 || watches < pages + pers ||
+		    mmc < 1 || ppc < 0 || depth < 1)
 			die("dos: limits");
+		if (ctxs > mmc)
+			ctxs = mmc;
+		if (pers > ctxs * ppc)
+			pers = ctxs * ppc;
 		c = calloc(ctxs, sizeof(*c));
 		fr = calloc(pages, sizeof(*fr));
 		if (!c || !fr)
@@ -542,6 +558,17 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 		if (!(max & DOS_FAR))
 			rest = 0;
 		per = rest / ctxs + 1;
+		/* one context holds at most max_watches words */
+		if (per > sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8) {
+			per = sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8;
+			rest = per * ctxs;
+		}
+		if (max & DOS_STACK) {
+			/* depth deep on every page (ctx 0 less its file
+			 * watches, below) */
+			per = depth * pages;
+			rest = per * ctxs;
+		}
 		for (i = 0; i < ctxs; i++) {
 			c[i].fd = open_ctx(64, per + 2 * pages + 8);
 			c[i].ring = mmap(NULL, page, PROT_READ | PROT_WRITE,
@@ -569,6 +596,8 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 			char *a;
 
 			k = rest < per ? rest : per;
+			if (!i && (max & DOS_STACK) && (max & DOS_FILE))
+				k -= pages;
 			if (max & DOS_STACK) {
 				long j;
 
@@ -610,6 +639,15 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 				if (c[i].nstack)
 					watch_ranges(c[i].fd, c[i].stack,
 						     c[i].nstack);
+			if (!k && (max & DOS_STACK) &&
+			    sysfs_num(MW_PARAMS, "max_watch_depth") > 0) {
+				/* the limit holds: one more on page 0 */
+				pr = (struct mmuwatch_range){
+					.start = (uintptr_t)map, .len = page };
+				if (!ioctl(c[0].fd, MMUWATCH_IOC_WATCH, &pr) ||
+				    errno != ENOSPC)
+					die("dos: max_watch_depth not enforced");
+			}
 			for (i = 0; i < ctxs; i++)
 				__atomic_store_n(&c[i].ring->tail,
 						 __atomic_load_n(&c[i].ring->head,

@@ -68,6 +68,7 @@ static void mw_shm_free(struct mw_shm *shm)
 struct mw_ctx *mw_ctx_create(void)
 {
 	struct mw_ctx *ctx;
+	int ret;
 
 	if (!current->mm)
 		return ERR_PTR(-EINVAL);
@@ -88,16 +89,21 @@ struct mw_ctx *mw_ctx_create(void)
 		return ERR_PTR(-EMFILE);
 	}
 	ctx->mm = current->mm;
+	ret = mw_user_mm_enter(ctx);
+	if (ret) {
+		mw_user_uncharge(ctx, MW_U_CONTEXTS, 1);
+		mw_user_put(ctx->user);
+		kfree(ctx);
+		return ERR_PTR(ret);
+	}
 	mmgrab(ctx->mm);
 	ctx->owner = get_pid(task_tgid(current));
 	spin_lock_init(&ctx->lock);
 	mutex_init(&ctx->setup_lock);
 	mutex_init(&ctx->read_lock);
 	init_waitqueue_head(&ctx->wq);
-	INIT_LIST_HEAD(&ctx->live);
-	INIT_LIST_HEAD(&ctx->dead);
+	ctx->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&ctx->persist);
-	INIT_DELAYED_WORK(&ctx->reap_work, mw_reap_work);
 	atomic64_set(&ctx->nr_filtered, 0);
 	atomic_long_inc(&mw_nr_contexts);
 	return ctx;
@@ -112,6 +118,7 @@ void mw_ctx_destroy(struct mw_ctx *ctx)
 	kvfree(ctx->free_slots);
 	mw_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
 	mw_user_uncharge(ctx, MW_U_CONTEXTS, 1);
+	mw_user_mm_leave(ctx);
 	mw_user_put(ctx->user);
 	put_pid(ctx->owner);
 	mmdrop(ctx->mm);

@@ -18,8 +18,6 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-struct workqueue_struct *mw_wq;
-
 static int mw_open(struct inode *inode, struct file *file)
 {
 	struct mw_ctx *ctx = mw_ctx_create();
@@ -204,13 +202,9 @@ static int __init mw_init(void)
 					   SLAB_ACCOUNT, NULL);
 	if (!mw_watch_cache)
 		return -ENOMEM;
-	ret = -ENOMEM;
-	mw_wq = alloc_workqueue("mmuwatch", WQ_UNBOUND, 0);
-	if (!mw_wq)
-		goto err_cache;
 	ret = mw_sysfs_init();
 	if (ret)
-		goto err_wq;
+		goto err_cache;
 	ret = misc_register(&mw_misc);
 	if (ret)
 		goto err_sysfs;
@@ -220,8 +214,6 @@ static int __init mw_init(void)
 
 err_sysfs:
 	mw_sysfs_exit();
-err_wq:
-	destroy_workqueue(mw_wq);
 err_cache:
 	kmem_cache_destroy(mw_watch_cache);
 	return ret;
@@ -231,8 +223,7 @@ static void __exit mw_exit(void)
 {
 	misc_deregister(&mw_misc);
 	mw_sysfs_exit();
-	/* Every context is gone (fops hold the module); flush leftovers. */
-	destroy_workqueue(mw_wq);
+	/* Every context is gone: the fops hold the module. */
 	kmem_cache_destroy(mw_watch_cache);
 }
 

@@ -10,10 +10,10 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/rbtree.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
-#include <linux/workqueue.h>
 #include <uapi/mmuwatch.h>
 
 /* MW_MODULE_VERSION comes from kmod/VERSION (Kbuild), the one version. */
@@ -25,13 +25,17 @@
 #define MW_GFP		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 /*
- * Dead watches are removed a little after they die, not while the
- * invalidation that killed them (often another task's munmap or truncate)
- * is still calling back: a storm is reaped once, after it, and the reaper
- * does not contend with it for the context's and the mm's locks. WATCH at
- * a full table reaps at once, in the caller.
+ * WATCH checks the depth of a one-shot range (watch.c) by walking the
+ * context's watches that overlap it, under the context's spinlock: past
+ * this many it refuses (ENOSPC) rather than hold the lock that long.
  */
-#define MW_REAP_DELAY		(HZ / 100 ? HZ / 100 : 1)
+#define MW_DEPTH_SCAN		4096
+
+/* Ceiling of the max_watch_depth parameter (WATCH keeps that many ends). */
+#define MW_DEPTH_CEIL		32
+
+/* Watches one callback kills before it lets others in (when blockable). */
+#define MW_KILL_BATCH		256
 
 /* Events start one cache line into the ring mapping, after the header. */
 #define MW_RING_EVENTS_OFF	64
@@ -43,24 +47,30 @@
 enum mw_state {
 	MW_W_NEW,	/* being inserted by WATCH, word not yet published */
 	MW_W_ACTIVE,	/* word == token */
-	MW_W_DEAD,	/* invalidated; on ctx->dead once WATCH is done */
-	MW_W_DYING,	/* unwatched; being removed */
 };
 
 struct mw_ctx;
 
+/*
+ * A watch is a node of its context's interval tree (one-shot) or list
+ * (persistent), never a notifier of its own: the context's one notifier
+ * serves them all, so what another task's invalidation pays does not grow
+ * with the number of notifiers a user inserts, and a watch dies, and its
+ * slot frees, inside the callback that kills it (no deferred removal).
+ */
 struct mw_watch {
-	struct mmu_interval_notifier mni;
-	struct mw_ctx *ctx;
-	struct list_head node;		/* ctx->live or ctx->dead */
+	struct rb_node rb;		/* ctx->tree (one-shot) */
+	struct list_head node;		/* ctx->persist (persistent) */
 	unsigned long start;		/* page aligned */
+	unsigned long last;		/* end - 1: the tree's closed intervals */
+	unsigned long subtree_last;	/* the interval tree's augmentation */
 	unsigned long end;		/* page aligned, exclusive */
 	u64 cookie;
 	u64 token;
 	u32 slot;
 	enum mw_state state;
 	bool persistent;		/* MMUWATCH_WATCH_F_PERSISTENT */
-	bool raced;			/* persistent: invalidated while NEW */
+	bool raced;			/* invalidated while NEW */
 };
 
 /*
@@ -113,21 +123,21 @@ struct mw_ctx {
 	/* Under lock. */
 	u32 nr_free;
 	u32 nr_persistent;		/* persistent watches holding a slot */
+	u32 nr_oneshot;			/* one-shot watches in tree */
 	u32 head;			/* kernel copy of the producer index */
 	u32 rflags;			/* kernel copy of ring flags */
 	u64 lost;			/* kernel copy of ring lost */
-	struct list_head live;		/* NEW and ACTIVE watches */
-	struct list_head dead;		/* DEAD watches awaiting removal */
+	struct rb_root_cached tree;	/* one-shot watches (NEW, ACTIVE) */
 	struct list_head persist;	/* persistent watches (NEW, ACTIVE) */
 	/*
 	 * One interval notifier over the whole user address space serves all
-	 * persistent watches of the context (inserted by the first one, under
-	 * setup_lock, removed at close), so k persistent watches cost one
-	 * callback per invalidation, not k.
+	 * watches of the context (inserted by the first WATCH, under
+	 * setup_lock, removed at close): k watches cost one callback per
+	 * invalidation plus a tree walk over the ones it hits, not k
+	 * callbacks, and nothing is left for the invalidating task to remove.
 	 */
-	struct mmu_interval_notifier pmni;
-	bool pmni_on;
-	struct delayed_work reap_work;	/* removes ctx->dead, MW_REAP_DELAY late */
+	struct mmu_interval_notifier mni;
+	bool mni_on;
 
 	/* Per-context numbers for fdinfo (under lock). */
 	u64 nr_watched;
@@ -156,6 +166,8 @@ enum mw_stat {
 	MW_STAT_LIMIT_WATCHES,
 	MW_STAT_LIMIT_PERSISTENT,
 	MW_STAT_LIMIT_MEMORY,
+	MW_STAT_LIMIT_DEPTH,	/* max_watch_depth (ENOSPC) */
+	MW_STAT_LIMIT_MM_CONTEXTS,	/* max_mm_contexts (EMFILE) */
 	MW_NR_STATS
 };
 
@@ -179,7 +191,6 @@ static inline bool mw_ctx_ready(struct mw_ctx *ctx)
 u64 mw_stat_sum(enum mw_stat s);
 extern atomic_long_t mw_nr_contexts;
 extern atomic_long_t mw_nr_watches;
-extern struct workqueue_struct *mw_wq;
 extern struct kmem_cache *mw_watch_cache;
 
 /* Module parameters (params.c), read with READ_ONCE. */
@@ -189,6 +200,8 @@ extern unsigned int mw_max_ring_entries;
 extern unsigned int mw_default_ring_entries;
 extern unsigned int mw_max_batch;
 extern unsigned int mw_max_persistent;
+extern unsigned int mw_max_watch_depth;
+extern unsigned int mw_max_mm_contexts;
 extern unsigned int mw_max_user[MW_U_NR];
 extern bool mw_root_exempt;
 
@@ -199,6 +212,8 @@ int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which,
 		   unsigned long n, bool count);
 void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
 		      unsigned long n);
+int mw_user_mm_enter(struct mw_ctx *ctx);
+void mw_user_mm_leave(struct mw_ctx *ctx);
 long mw_nr_users(void);
 
 /* ctx.c */
@@ -212,7 +227,6 @@ int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma);
 /* watch.c */
 int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r);
 int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u);
-void mw_reap_work(struct work_struct *work);
 void mw_watches_release(struct mw_ctx *ctx);
 
 /* ring.c */

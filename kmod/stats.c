@@ -5,10 +5,11 @@
  *
  * filtered = filtered_protection_vma + filtered_protection_page +
  * filtered_soft_dirty: notifications that were not invalidations.
- * repeat_ignored counts invalidations that reached a watch already dead,
- * unwatched or being closed (watches are one-shot); it is not part of
- * filtered.
- * limit_hits_* count refusals by the per-user limits (user.c); users is
+ * repeat_ignored counted invalidations that reached a watch already dead;
+ * since 1.2 a watch leaves the tree in the callback that kills it, so none
+ * can, and it stays 0 (kept: tools read it). It is not part of filtered.
+ * limit_hits_* count refusals by the per-user limits (user.c) and by
+ * max_watch_depth and max_mm_contexts; users is
  * the number of users holding a context.
  */
 #include <linux/atomic.h>
@@ -68,6 +69,8 @@ static struct mw_attr mw_counters[] = {
 	MW_COUNTER(limit_hits_watches, MW_STAT_LIMIT_WATCHES),
 	MW_COUNTER(limit_hits_persistent, MW_STAT_LIMIT_PERSISTENT),
 	MW_COUNTER(limit_hits_memory, MW_STAT_LIMIT_MEMORY),
+	MW_COUNTER(limit_hits_depth, MW_STAT_LIMIT_DEPTH),
+	MW_COUNTER(limit_hits_mm_contexts, MW_STAT_LIMIT_MM_CONTEXTS),
 };
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,

@@ -13,6 +13,12 @@
  * a reference on their entry, which goes when the last context of the user
  * is released. Like ucounts, the key is the kuid, so a user namespace
  * mapping to the same kuid shares the budget.
+ *
+ * Each entry also counts the user's contexts per address space
+ * (max_mm_contexts): with the per-context max_watch_depth that bounds how
+ * many of one user's watches cover any page of one mm, hence what an
+ * invalidation of that page by anyone (a truncate by another user,
+ * kswapd, compaction) pays for them.
  */
 #include <linux/cred.h>
 #include <linux/hashtable.h>
@@ -27,6 +33,14 @@ struct mw_user {
 	kuid_t uid;
 	refcount_t ref;			/* one per context */
 	atomic_long_t used[MW_U_NR];
+	struct list_head mms;		/* struct mw_umm, under mw_users_lock */
+};
+
+/* A user's contexts on one mm; the contexts' mmgrab keeps the key unique. */
+struct mw_umm {
+	struct list_head node;
+	struct mm_struct *mm;
+	unsigned int n;
 };
 
 #define MW_USERS_BITS 6
@@ -70,6 +84,7 @@ struct mw_user *mw_user_get(void)
 		return NULL;
 	fresh->uid = uid;
 	refcount_set(&fresh->ref, 1);
+	INIT_LIST_HEAD(&fresh->mms);
 	spin_lock(&mw_users_lock);
 	u = mw_user_find(uid);
 	if (u) {
@@ -135,4 +150,61 @@ void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
 long mw_nr_users(void)
 {
 	return atomic_long_read(&mw_users_count);
+}
+
+static struct mw_umm *mw_umm_find(struct mw_user *u, struct mm_struct *mm)
+{
+	struct mw_umm *e;
+
+	list_for_each_entry(e, &u->mms, node)
+		if (e->mm == mm)
+			return e;
+	return NULL;
+}
+
+/*
+ * Count the context on its (user, mm): -EMFILE past max_mm_contexts
+ * (counted in limit_hits_mm_contexts) unless the context is exempt.
+ */
+int mw_user_mm_enter(struct mw_ctx *ctx)
+{
+	unsigned int limit = READ_ONCE(mw_max_mm_contexts);
+	struct mw_user *u = ctx->user;
+	struct mw_umm *e, *fresh;
+	int ret = 0;
+
+	fresh = kzalloc(sizeof(*fresh), MW_GFP);
+	if (!fresh)
+		return -ENOMEM;
+	spin_lock(&mw_users_lock);
+	e = mw_umm_find(u, ctx->mm);
+	if (!ctx->exempt && (e ? e->n : 0) >= limit) {
+		ret = -EMFILE;
+	} else if (e) {
+		e->n++;
+	} else {
+		fresh->mm = ctx->mm;
+		fresh->n = 1;
+		list_add(&fresh->node, &u->mms);
+		fresh = NULL;
+	}
+	spin_unlock(&mw_users_lock);
+	kfree(fresh);
+	if (ret)
+		mw_stat_inc(MW_STAT_LIMIT_MM_CONTEXTS);
+	return ret;
+}
+
+void mw_user_mm_leave(struct mw_ctx *ctx)
+{
+	struct mw_umm *e;
+
+	spin_lock(&mw_users_lock);
+	e = mw_umm_find(ctx->user, ctx->mm);
+	if (e && !--e->n)
+		list_del(&e->node);
+	else
+		e = NULL;
+	spin_unlock(&mw_users_lock);
+	kfree(e);
 }

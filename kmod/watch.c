@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mmuwatch: watches. One mmu_interval_notifier per one-shot watch; the
- * invalidate callback flips the validity word and queues one event under
- * ctx->lock only, then hands the notifier to the context's own deferred
- * work for removal (or to the owner, when WATCH finds the table full).
- * Persistent watches share one notifier per context over the whole
- * address space (ctx->pmni): its callback queues one event per persistent
- * watch that intersects the range, and they stay active.
+ * mmuwatch: watches. Each context has one mmu_interval_notifier over the
+ * whole user address space (ctx->mni). Its callback, under ctx->lock only,
+ * walks the context's interval tree of one-shot watches for those the
+ * range hits: each gets its validity word flipped and one event, and is
+ * taken out of the tree and freed, its slot free again, right there. It
+ * queues one event per persistent watch (ctx->persist) the range hits;
+ * those stay. Nothing is left for later removal, so nobody (the owner,
+ * another task's truncate, kswapd) ever waits for a notifier of ours to
+ * go, and one user's many watches cost others one callback per context
+ * plus the watches actually hit, which max_watch_depth and
+ * max_mm_contexts bound per page.
  * Wake-ups are batched: one per callback, and only when the ring was
  * empty (or overflowed) before it, like a pipe.
  */
+#include <linux/interval_tree_generic.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
@@ -21,6 +26,11 @@
 #include "trace.h"
 
 struct kmem_cache *mw_watch_cache;
+
+#define MW_START(w) ((w)->start)
+#define MW_LAST(w) ((w)->last)
+INTERVAL_TREE_DEFINE(struct mw_watch, rb, unsigned long, subtree_last,
+		     MW_START, MW_LAST, static, mw_it)
 
 /*
  * Map a notifier event to an event reason, or 0 if it does not change what
@@ -61,18 +71,46 @@ static u32 mw_classify(enum mmu_notifier_event event, enum mw_stat *stat)
 	}
 }
 
-/* The reaper may free a dead watch, but not while WATCH still uses it. */
-static void mw_bury_locked(struct mw_ctx *ctx, struct mw_watch *w)
+/* Give back what a watch holds in the user's budget. */
+static void mw_uncharge_watch(struct mw_ctx *ctx, bool persistent)
 {
-	list_move_tail(&w->node, &ctx->dead);
-	/* Plain test first: no atomic per watch in a storm. */
-	if (!delayed_work_pending(&ctx->reap_work))
-		queue_delayed_work(mw_wq, &ctx->reap_work, MW_REAP_DELAY);
+	mw_user_uncharge(ctx, MW_U_WATCHES, 1);
+	if (persistent)
+		mw_user_uncharge(ctx, MW_U_PERSISTENT, 1);
 }
 
 /*
- * Called with ctx->lock held on a NEW or ACTIVE one-shot watch. True if
- * the ring readers need a wake-up.
+ * With ctx->lock held: take the watch out of its tree or list and give
+ * its slot back. Its word must already say INVALID (or never have been
+ * valid): the slot's next token differs.
+ */
+static void mw_unlink_locked(struct mw_ctx *ctx, struct mw_watch *w)
+{
+	if (w->persistent) {
+		list_del(&w->node);
+		ctx->nr_persistent--;
+	} else {
+		mw_it_remove(w, &ctx->tree);
+		ctx->nr_oneshot--;
+	}
+	ctx->slots[w->slot] = NULL;
+	ctx->free_slots[ctx->nr_free++] = w->slot;
+}
+
+/* An unlinked watch: free it (any context, the lock held or not). */
+static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
+{
+	bool persistent = w->persistent;
+
+	kmem_cache_free(mw_watch_cache, w);
+	atomic_long_dec(&mw_nr_watches);
+	mw_uncharge_watch(ctx, persistent);
+}
+
+/*
+ * With ctx->lock held, on an ACTIVE (or raced NEW) one-shot watch: flip
+ * its word, queue its event, unlink it. The caller frees it. True if the
+ * ring readers need a wake-up.
  */
 static bool mw_kill_locked(struct mw_ctx *ctx, struct mw_watch *w,
 			   unsigned long start, unsigned long end, u32 reason)
@@ -82,9 +120,7 @@ static bool mw_kill_locked(struct mw_ctx *ctx, struct mw_watch *w,
 	WRITE_ONCE(ctx->words[w->slot], w->token | MMUWATCH_WORD_INVALID);
 	wake = mw_ring_push(ctx, w, start, end, reason);
 	ctx->nr_events++;
-	if (w->state == MW_W_ACTIVE)
-		mw_bury_locked(ctx, w);
-	w->state = MW_W_DEAD;
+	mw_unlink_locked(ctx, w);
 	return wake;
 }
 
@@ -99,100 +135,14 @@ static bool mw_note_locked(struct mw_ctx *ctx, struct mw_watch *w,
 	return mw_ring_push(ctx, w, start, end, reason);
 }
 
-/*
- * A long callback chain (one munmap over a million watches, exit) must
- * not hog the CPU: yield where the notifier allows sleeping.
- */
-static void mw_maybe_resched(const struct mmu_notifier_range *range)
+/* Events for the persistent watches the range hits. Returns the count. */
+static unsigned int mw_fire_persistent(struct mw_ctx *ctx,
+				       const struct mmu_notifier_range *range,
+				       u32 reason, bool *wake)
 {
-	if (mmu_notifier_range_blockable(range))
-		cond_resched();
-}
-
-/*
- * May run in any task (truncate by another process, the OOM reaper, exit),
- * possibly non-blockable: take only the spinlock, never sleep or allocate
- * unless the range is blockable, and always succeed.
- */
-static bool mw_invalidate(struct mmu_interval_notifier *mni,
-			  const struct mmu_notifier_range *range,
-			  unsigned long cur_seq)
-{
-	struct mw_watch *w = container_of(mni, struct mw_watch, mni);
-	struct mw_ctx *ctx = w->ctx;
-	unsigned long start = max(range->start, w->start);
-	unsigned long end = min(range->end, w->end);
-	bool killed = false, wake = false;
-	enum mw_stat stat;
-	u32 reason;
-
-	reason = mw_classify(range->event, &stat);
-	if (!reason) {
-		/* Not an invalidation: leave the sequence alone too. */
-		mw_stat_inc(stat);
-		atomic64_inc(&ctx->nr_filtered);
-		trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
-					  range->event, 0, false);
-		return true;
-	}
-
-	spin_lock(&ctx->lock);
-	mmu_interval_set_seq(mni, cur_seq);
-	if (!ctx->closing &&
-	    (w->state == MW_W_NEW || w->state == MW_W_ACTIVE)) {
-		wake = mw_kill_locked(ctx, w, start, end, reason);
-		killed = true;
-	}
-	spin_unlock(&ctx->lock);
-
-	trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
-				  range->event, reason, killed);
-	if (killed) {
-		mw_stat_inc(stat);
-		if (wake)
-			mw_ring_wake(ctx);
-	} else {
-		/*
-		 * One-shot: a dead, unwatched or closing watch never fires
-		 * again. Counted apart from the filtered (non-invalidating)
-		 * notifications.
-		 */
-		mw_stat_inc(MW_STAT_REPEAT_IGNORED);
-	}
-	mw_maybe_resched(range);
-	return true;
-}
-
-/*
- * The context's persistent notifier: one event per persistent watch that
- * intersects the range. A watch still NEW (inside WATCH) only records the
- * race; WATCH then queues one CLEAR over the whole watch, so a race never
- * gives two events.
- */
-static bool mw_invalidate_persist(struct mmu_interval_notifier *mni,
-				  const struct mmu_notifier_range *range,
-				  unsigned long cur_seq)
-{
-	struct mw_ctx *ctx = container_of(mni, struct mw_ctx, pmni);
 	unsigned int fired = 0;
 	struct mw_watch *w;
-	enum mw_stat stat;
-	bool wake = false;
-	u32 reason;
 
-	reason = mw_classify(range->event, &stat);
-	if (!reason) {
-		mw_stat_inc(stat);
-		atomic64_inc(&ctx->nr_filtered);
-		trace_mmuwatch_invalidate(0, U32_MAX, range->start, range->end,
-					  range->event, 0, false);
-		return true;
-	}
-
-	spin_lock(&ctx->lock);
-	mmu_interval_set_seq(mni, cur_seq);
-	if (ctx->closing)
-		goto out;
 	list_for_each_entry(w, &ctx->persist, node) {
 		unsigned long start = max(range->start, w->start);
 		unsigned long end = min(range->end, w->end);
@@ -200,195 +150,312 @@ static bool mw_invalidate_persist(struct mmu_interval_notifier *mni,
 		if (start >= end)
 			continue;
 		if (w->state == MW_W_NEW) {
+			/* WATCH queues one CLEAR over it: never two events */
 			w->raced = true;
 			continue;
 		}
-		wake |= mw_note_locked(ctx, w, start, end, reason);
+		*wake |= mw_note_locked(ctx, w, start, end, reason);
 		trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
 					  range->event, reason, true);
 		fired++;
 	}
+	return fired;
+}
+
+/*
+ * Kill the one-shot watches the range hits, at most MW_KILL_BATCH of them
+ * when the caller may drop the lock and come back (*more is then set).
+ * Returns the count killed.
+ */
+static unsigned int mw_fire_oneshot(struct mw_ctx *ctx,
+				    const struct mmu_notifier_range *range,
+				    u32 reason, bool batch, bool *wake,
+				    bool *more)
+{
+	unsigned long last = range->end - 1;
+	struct mw_watch *w, *next;
+	unsigned int killed = 0;
+
+	*more = false;
+	for (w = mw_it_iter_first(&ctx->tree, range->start, last); w;
+	     w = next) {
+		unsigned long start = max(range->start, w->start);
+		unsigned long end = min(range->end, w->end);
+
+		next = mw_it_iter_next(w, range->start, last);
+		if (w->state == MW_W_NEW) {
+			/* WATCH sees it and kills it: one event */
+			w->raced = true;
+			continue;
+		}
+		if (batch && killed == MW_KILL_BATCH) {
+			*more = true;
+			break;
+		}
+		*wake |= mw_kill_locked(ctx, w, start, end, reason);
+		trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
+					  range->event, reason, true);
+		mw_free_watch(ctx, w);
+		killed++;
+	}
+	return killed;
+}
+
+/*
+ * A notification that changes nothing a registration points at (mprotect,
+ * NUMA hinting, fork's write protection): counted as filtered, and traced
+ * per watch, only where it meets a watch of the context.
+ */
+static void mw_filtered(struct mw_ctx *ctx,
+			const struct mmu_notifier_range *range,
+			enum mw_stat stat)
+{
+	unsigned long last = range->end - 1;
+	struct mw_watch *w;
+	bool hit = false;
+
+	spin_lock(&ctx->lock);
+	if (ctx->closing)
+		goto out;
+	list_for_each_entry(w, &ctx->persist, node) {
+		if (w->start > last || w->end <= range->start)
+			continue;
+		hit = true;
+		trace_mmuwatch_invalidate(w->cookie, w->slot,
+					  max(range->start, w->start),
+					  min(range->end, w->end),
+					  range->event, 0, false);
+	}
+	for (w = mw_it_iter_first(&ctx->tree, range->start, last); w;
+	     w = mw_it_iter_next(w, range->start, last)) {
+		hit = true;
+		if (!trace_mmuwatch_invalidate_enabled())
+			break;
+		trace_mmuwatch_invalidate(w->cookie, w->slot,
+					  max(range->start, w->start),
+					  min(range->end, w->end),
+					  range->event, 0, false);
+	}
 out:
+	spin_unlock(&ctx->lock);
+	if (hit) {
+		mw_stat_inc(stat);
+		atomic64_inc(&ctx->nr_filtered);
+	}
+}
+
+/*
+ * The context's notifier. May run in any task (truncate by another
+ * process, the OOM reaper, exit, kswapd), possibly non-blockable: take
+ * only the spinlock, never sleep or allocate unless the range is
+ * blockable, and always succeed. A blockable callback over very many
+ * watches (one munmap of a million) lets go of the lock and the CPU every
+ * MW_KILL_BATCH kills: whatever it has killed is gone, so it resumes
+ * where it left off.
+ */
+static bool mw_invalidate(struct mmu_interval_notifier *mni,
+			  const struct mmu_notifier_range *range,
+			  unsigned long cur_seq)
+{
+	struct mw_ctx *ctx = container_of(mni, struct mw_ctx, mni);
+	bool blockable = mmu_notifier_range_blockable(range);
+	unsigned long fired = 0;
+	bool wake = false, more;
+	enum mw_stat stat;
+	u32 reason;
+
+	reason = mw_classify(range->event, &stat);
+	if (!reason) {
+		/* Not an invalidation: leave the sequence alone too. */
+		mw_filtered(ctx, range, stat);
+		return true;
+	}
+
+	spin_lock(&ctx->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	if (ctx->closing) {
+		spin_unlock(&ctx->lock);
+		return true;
+	}
+	fired += mw_fire_persistent(ctx, range, reason, &wake);
+	for (;;) {
+		fired += mw_fire_oneshot(ctx, range, reason, blockable, &wake,
+					 &more);
+		if (!more)
+			break;
+		spin_unlock(&ctx->lock);
+		if (wake)
+			mw_ring_wake(ctx);
+		wake = false;
+		cond_resched();
+		spin_lock(&ctx->lock);
+		if (ctx->closing)
+			break;
+	}
 	spin_unlock(&ctx->lock);
 	if (fired)
 		this_cpu_add(mw_stats.v[stat], fired);
 	if (wake)
 		mw_ring_wake(ctx);
-	mw_maybe_resched(range);
+	if (blockable)
+		cond_resched();
 	return true;
 }
-
-static const struct mmu_interval_notifier_ops mw_pmni_ops = {
-	.invalidate = mw_invalidate_persist,
-};
 
 static const struct mmu_interval_notifier_ops mw_mni_ops = {
 	.invalidate = mw_invalidate,
 };
 
-/* Give back what a watch holds in the user's budget. */
-static void mw_uncharge_watch(struct mw_ctx *ctx, bool persistent)
+/*
+ * True if one more one-shot watch over [start, last] leaves no page
+ * covered by more than 'limit' of the context's one-shot watches. The
+ * tree yields the overlapping watches by ascending start; the depth can
+ * only peak where one of them (or the new one) starts, and 'ends' holds
+ * the ends of those covering the current point (at most limit - 1 of
+ * them, or we have already said no). Called with ctx->lock held.
+ */
+static bool mw_depth_ok(struct mw_ctx *ctx, unsigned long start,
+			unsigned long last, unsigned int limit)
 {
-	mw_user_uncharge(ctx, MW_U_WATCHES, 1);
-	if (persistent)
-		mw_user_uncharge(ctx, MW_U_PERSISTENT, 1);
+	unsigned long ends[MW_DEPTH_CEIL];
+	unsigned int n = 0, scanned = 0, i;
+	struct mw_watch *o;
+
+	for (o = mw_it_iter_first(&ctx->tree, start, last); o;
+	     o = mw_it_iter_next(o, start, last)) {
+		unsigned long p = max(o->start, start);
+
+		if (++scanned > MW_DEPTH_SCAN)
+			return false;
+		for (i = 0; i < n;) {
+			if (ends[i] <= p)
+				ends[i] = ends[--n];
+			else
+				i++;
+		}
+		/* o and the new watch both cover p */
+		if (n + 2 > limit)
+			return false;
+		ends[n++] = o->end;
+	}
+	return true;
 }
 
-/* The notifier is out of the tree: give the slot back and free. */
-static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
+/*
+ * Take a free slot and link the watch (NEW) into its tree or list. A
+ * slot is free again as soon as its watch is killed or unwatched: a full
+ * table is ENOSPC at once, and so is a range already covered
+ * max_watch_depth deep.
+ */
+static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
 {
-	bool persistent = w->persistent;
+	unsigned int depth = min_t(unsigned int, READ_ONCE(mw_max_watch_depth),
+				   MW_DEPTH_CEIL);
+	int ret = -ENOSPC;
 
 	spin_lock(&ctx->lock);
-	ctx->slots[w->slot] = NULL;
-	ctx->free_slots[ctx->nr_free++] = w->slot;
-	if (persistent)
-		ctx->nr_persistent--;
-	spin_unlock(&ctx->lock);
-	kmem_cache_free(mw_watch_cache, w);
-	atomic_long_dec(&mw_nr_watches);
-	mw_uncharge_watch(ctx, persistent);
-}
-
-/*
- * Remove the notifiers of dead watches, taking them off ctx->dead one at a
- * time, so that the context's work item and its owner (WATCH at a full
- * table) can reap side by side: the owner never waits for the work, and at
- * most the one watch the work is removing is out of its reach. Neither
- * waits for another context: mmu_interval_notifier_remove() only waits
- * for callbacks running on this context's mm. Returns the number reaped.
- */
-static unsigned long mw_reap_dead(struct mw_ctx *ctx)
-{
-	unsigned long n = 0;
-	struct mw_watch *w;
-
-	for (;;) {
-		spin_lock(&ctx->lock);
-		w = list_first_entry_or_null(&ctx->dead, struct mw_watch, node);
-		if (w)
-			list_del_init(&w->node);
-		spin_unlock(&ctx->lock);
-		if (!w)
-			return n;
-		mmu_interval_notifier_remove(&w->mni);
-		mw_free_watch(ctx, w);
-		n++;
-		/* One munmap can kill millions of watches. */
-		cond_resched();
-	}
-}
-
-void mw_reap_work(struct work_struct *work)
-{
-	mw_reap_dead(container_of(to_delayed_work(work), struct mw_ctx,
-				  reap_work));
-}
-
-/* Reap this context's dead watches in the caller. True if any were. */
-static bool mw_reap_own(struct mw_ctx *ctx)
-{
-	return mw_reap_dead(ctx) > 0;
-}
-
-/*
- * Take a free slot; a slot frees only after its notifier is removed. A full
- * table first reaps this context's dead watches here, in the caller; what
- * the context's work item is removing at that moment is not waited for
- * (ENOSPC: a full table is an errno, not a wait).
- */
-static int mw_take_slot(struct mw_ctx *ctx, struct mw_watch *w)
-{
-	bool reaped = false;
-
-	for (;;) {
-		spin_lock(&ctx->lock);
-		if (w->persistent &&
-		    ctx->nr_persistent >= READ_ONCE(mw_max_persistent)) {
-			spin_unlock(&ctx->lock);
-			return -ENOSPC;
-		}
-		if (ctx->nr_free)
-			break;
-		spin_unlock(&ctx->lock);
-		if (reaped || !mw_reap_own(ctx))
-			return -ENOSPC;
-		reaped = true;
+	if (!ctx->nr_free)
+		goto out;
+	if (w->persistent) {
+		if (ctx->nr_persistent >= READ_ONCE(mw_max_persistent))
+			goto out;
+	} else if (!ctx->exempt && !mw_depth_ok(ctx, w->start, w->last, depth)) {
+		mw_stat_inc(MW_STAT_LIMIT_DEPTH);
+		goto out;
 	}
 	w->slot = ctx->free_slots[--ctx->nr_free];
 	/* Next generation of this slot; old tokens never match again. */
 	w->token = ((READ_ONCE(ctx->words[w->slot]) >> 1) + 1) << 1;
 	w->state = MW_W_NEW;
-	if (w->persistent)
-		ctx->nr_persistent++;
 	ctx->slots[w->slot] = w;
-	list_add_tail(&w->node, w->persistent ? &ctx->persist : &ctx->live);
+	if (w->persistent) {
+		ctx->nr_persistent++;
+		list_add_tail(&w->node, &ctx->persist);
+	} else {
+		ctx->nr_oneshot++;
+		mw_it_insert(w, &ctx->tree);
+	}
+	ret = 0;
+out:
 	spin_unlock(&ctx->lock);
-	return 0;
+	return ret;
 }
 
 /* Charge the watch to the user: ENOSPC past max_user_watches/_persistent. */
-static int mw_charge_watch(struct mw_ctx *ctx, bool persistent, bool count)
+static int mw_charge_watch(struct mw_ctx *ctx, bool persistent)
 {
-	int ret = mw_user_charge(ctx, MW_U_WATCHES, 1, count);
+	int ret = mw_user_charge(ctx, MW_U_WATCHES, 1, true);
 
 	if (ret || !persistent)
 		return ret;
-	ret = mw_user_charge(ctx, MW_U_PERSISTENT, 1, count);
+	ret = mw_user_charge(ctx, MW_U_PERSISTENT, 1, true);
 	if (ret)
 		mw_user_uncharge(ctx, MW_U_WATCHES, 1);
 	return ret;
 }
 
-/* The context's persistent notifier, inserted once by the first one. */
-static int mw_pmni_ensure(struct mw_ctx *ctx)
+/* The context's notifier, inserted once by the first WATCH. */
+static int mw_mni_ensure(struct mw_ctx *ctx)
 {
 	int ret = 0;
 
+	/* Pairs with the release below: set means inserted, no mutex. */
+	if (smp_load_acquire(&ctx->mni_on))
+		return 0;
 	mutex_lock(&ctx->setup_lock);
-	if (!ctx->pmni_on) {
-		ret = mmu_interval_notifier_insert(&ctx->pmni, ctx->mm, 0,
+	if (!ctx->mni_on) {
+		ret = mmu_interval_notifier_insert(&ctx->mni, ctx->mm, 0,
 						   ctx->mm->task_size,
-						   &mw_pmni_ops);
-		if (!ret)
-			ctx->pmni_on = true;
+						   &mw_mni_ops);
+		if (!ret) /* inserted before anyone skips the mutex */
+			smp_store_release(&ctx->mni_on, true);
 	}
 	mutex_unlock(&ctx->setup_lock);
 	return ret;
 }
 
-/* WATCH of a persistent range: no notifier of its own. */
-static int mw_watch_persist(struct mw_ctx *ctx, struct mw_watch *w,
-			    struct mmuwatch_range *r)
+/*
+ * Publish a NEW watch. First wait for the invalidations in flight that
+ * already called back: once mmu_interval_read_begin() returns, any
+ * invalidation that found the watch NEW has set 'raced', and any later
+ * one finds it linked. A raced one-shot watch dies here with one CLEAR
+ * over its whole range (its token is still returned: the word says
+ * INVALID); a raced persistent one stays with one CLEAR.
+ */
+static void mw_publish(struct mw_ctx *ctx, struct mw_watch *w,
+		       struct mmuwatch_range *r)
 {
-	bool wake = false;
+	bool wake = false, raced, dead = false;
 
-	/*
-	 * Wait for invalidations in flight that already called back: once
-	 * this returns, any invalidation that saw the watch NEW set raced.
-	 */
-	mmu_interval_read_begin(&ctx->pmni);
+	mmu_interval_read_begin(&ctx->mni);
 	spin_lock(&ctx->lock);
-	if (w->raced)
-		wake = mw_note_locked(ctx, w, w->start, w->end,
-				      MMUWATCH_REASON_CLEAR);
-	WRITE_ONCE(ctx->words[w->slot], w->token);
-	w->state = MW_W_ACTIVE;
-	ctx->nr_watched++;
+	raced = w->raced;
 	r->slot = w->slot;
 	r->token = w->token;
+	ctx->nr_watched++;
+	if (raced && !w->persistent) {
+		wake = mw_kill_locked(ctx, w, w->start, w->end,
+				      MMUWATCH_REASON_CLEAR);
+		dead = true;
+	} else {
+		if (raced)
+			wake = mw_note_locked(ctx, w, w->start, w->end,
+					      MMUWATCH_REASON_CLEAR);
+		WRITE_ONCE(ctx->words[w->slot], w->token);
+		w->state = MW_W_ACTIVE;
+	}
 	spin_unlock(&ctx->lock);
-	if (w->raced)
+	if (dead)
+		mw_free_watch(ctx, w);
+	if (raced)
 		mw_stat_inc(MW_STAT_EV_CLEAR);
 	if (wake)
 		mw_ring_wake(ctx);
-	return 0;
 }
 
 int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 {
-	unsigned long start, end, seq;
-	bool killed = false, wake = false;
+	unsigned long start, end;
 	struct mw_watch *w;
 	bool persistent;
 	u64 last;
@@ -407,80 +474,31 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 	ret = mw_ctx_ensure_ready(ctx);
 	if (ret)
 		return ret;
-	if (persistent) {
-		if (!READ_ONCE(mw_max_persistent))
-			return -ENOSPC;
-		ret = mw_pmni_ensure(ctx);
-		if (ret)
-			return ret;
-	}
-	/* The user's dead watches count until reaped: reap ours first. */
-	ret = mw_charge_watch(ctx, persistent, false);
-	if (ret) {
-		mw_reap_own(ctx);
-		ret = mw_charge_watch(ctx, persistent, true);
-	}
+	if (persistent && !READ_ONCE(mw_max_persistent))
+		return -ENOSPC;
+	ret = mw_mni_ensure(ctx);
+	if (ret)
+		return ret;
+	ret = mw_charge_watch(ctx, persistent);
 	if (ret)
 		goto out_trace;
 	ret = -ENOMEM;
 	w = kmem_cache_zalloc(mw_watch_cache, MW_GFP);
 	if (!w)
 		goto out_uncharge;
-	w->ctx = ctx;
 	w->start = start;
 	w->end = end;
+	w->last = end - 1;
 	w->cookie = r->cookie;
 	w->persistent = persistent;
-	ret = mw_take_slot(ctx, w);
+	ret = mw_link_new(ctx, w);
 	if (ret) {
 		kmem_cache_free(mw_watch_cache, w);
 		goto out_uncharge;
 	}
 	atomic_long_inc(&mw_nr_watches);
 	mw_stat_inc(MW_STAT_WATCHES_TOTAL);
-	if (persistent) {
-		ret = mw_watch_persist(ctx, w, r);
-		goto out_trace;
-	}
-
-	ret = mmu_interval_notifier_insert(&w->mni, ctx->mm, start,
-					   end - start, &mw_mni_ops);
-	if (ret) {
-		spin_lock(&ctx->lock);
-		list_del(&w->node);
-		spin_unlock(&ctx->lock);
-		mw_free_watch(ctx, w);
-		goto out_trace;
-	}
-
-	/*
-	 * Close the race with an invalidation that began before the insert:
-	 * read_begin() waits for it to end, and the word only becomes valid
-	 * if no invalidation was recorded since.
-	 */
-	seq = mmu_interval_read_begin(&w->mni);
-	spin_lock(&ctx->lock);
-	if (w->state == MW_W_NEW && mmu_interval_read_retry(&w->mni, seq)) {
-		wake = mw_kill_locked(ctx, w, start, end,
-				      MMUWATCH_REASON_CLEAR);
-		killed = true;
-	}
-	if (w->state == MW_W_NEW) {
-		WRITE_ONCE(ctx->words[w->slot], w->token);
-		w->state = MW_W_ACTIVE;
-	} else {
-		/* Killed while being inserted: hand it to the reaper now. */
-		mw_bury_locked(ctx, w);
-	}
-	ctx->nr_watched++;
-	r->slot = w->slot;
-	r->token = w->token;
-	spin_unlock(&ctx->lock);
-
-	if (killed)
-		mw_stat_inc(MW_STAT_EV_CLEAR);
-	if (wake)
-		mw_ring_wake(ctx);
+	mw_publish(ctx, w, r);
 	ret = 0;
 	goto out_trace;
 
@@ -512,13 +530,9 @@ int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u)
 	}
 	/* Stale readers must see "changed" from now on. */
 	WRITE_ONCE(ctx->words[w->slot], w->token | MMUWATCH_WORD_INVALID);
-	w->state = MW_W_DYING;
-	list_del_init(&w->node);
+	mw_unlink_locked(ctx, w);
 	spin_unlock(&ctx->lock);
 
-	/* A persistent watch has no notifier of its own. */
-	if (!w->persistent)
-		mmu_interval_notifier_remove(&w->mni);
 	trace_mmuwatch_unwatch(w->cookie, slot, u->token, w->start, w->end,
 			       w->persistent, 0);
 	mw_free_watch(ctx, w);
@@ -531,36 +545,28 @@ void mw_watches_release(struct mw_ctx *ctx)
 {
 	unsigned long n = 0, np = 0;
 	struct mw_watch *w, *tmp;
-	LIST_HEAD(list);
 
-	/*
-	 * From here on the callbacks leave every watch of this context alone
-	 * (no word, no event, no list move), so the watches can be taken off
-	 * the lists in O(1) under the lock and removed without it.
-	 */
+	/* From here on the callback leaves every watch of this context alone. */
 	spin_lock(&ctx->lock);
 	ctx->closing = true;
-	list_splice_init(&ctx->live, &list);
-	list_splice_init(&ctx->dead, &list);
-	list_splice_init(&ctx->persist, &list);
 	spin_unlock(&ctx->lock);
+	/* Waits for callbacks still running; after it, none can start. */
+	if (ctx->mni_on)
+		mmu_interval_notifier_remove(&ctx->mni);
 
-	/* Finishes whatever the work already took off ctx->dead. */
-	cancel_delayed_work_sync(&ctx->reap_work);
-	if (ctx->pmni_on)
-		mmu_interval_notifier_remove(&ctx->pmni);
-
-	list_for_each_entry_safe(w, tmp, &list, node) {
-		if (w->persistent)
-			np++;
-		else
-			mmu_interval_notifier_remove(&w->mni);
+	rbtree_postorder_for_each_entry_safe(w, tmp, &ctx->tree.rb_root, rb) {
 		kmem_cache_free(mw_watch_cache, w);
 		n++;
 		/* A context can hold millions of watches. */
 		cond_resched();
 	}
-	atomic_long_sub(n, &mw_nr_watches);
-	mw_user_uncharge(ctx, MW_U_WATCHES, n);
+	ctx->tree = RB_ROOT_CACHED;
+	list_for_each_entry_safe(w, tmp, &ctx->persist, node) {
+		kmem_cache_free(mw_watch_cache, w);
+		np++;
+	}
+	INIT_LIST_HEAD(&ctx->persist);
+	atomic_long_sub(n + np, &mw_nr_watches);
+	mw_user_uncharge(ctx, MW_U_WATCHES, n + np);
 	mw_user_uncharge(ctx, MW_U_PERSISTENT, np);
 }

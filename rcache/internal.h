@@ -287,6 +287,8 @@ MWU_HIDDEN void mwr_lru_add(struct mwr_rcache *rc, struct mwr_region *r);
 MWU_HIDDEN void mwr_lru_del(struct mwr_rcache *rc, struct mwr_region *r);
 MWU_HIDDEN int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need,
 			 size_t max_b);
+MWU_HIDDEN size_t mwr_evict_overlap(struct mwr_rcache *rc, uintptr_t s,
+					 uintptr_t e);
 MWU_HIDDEN size_t mwr_memlock_limit(void);
 
 /* invalid.c */

@@ -68,6 +68,37 @@ int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
 	return (rc->nregions >= max_r || rc->bytes + need > max_b) ? -1 : 0;
 }
 
+/*
+ * Evict the idle regions that overlap [s, e): the module refused one more
+ * watch over them (max_watch_depth: that many of the context's watches
+ * already cover a page of it). A walk of every region, on that rare path
+ * only. Returns how many went; their watches are gone when it returns.
+ */
+size_t mwr_evict_overlap(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
+{
+	struct mwr_region *r, *next;
+	struct mwr_batch b = { NULL };
+	size_t n = 0;
+
+	for (r = rc->lru.lru_next; r != &rc->lru; r = next) {
+		uint64_t st = mwr_ld_state(r);
+
+		next = r->lru_next;
+		if (__atomic_load_n(&r->start, __ATOMIC_RELAXED) >= e ||
+		    __atomic_load_n(&r->end, __ATOMIC_RELAXED) <= s ||
+		    (st & (MWR_COUNT_MASK | MWR_INVALID)))
+			continue;
+		if (!mwr_cas_state(r, &st, st | MWR_INVALID))
+			continue;	/* taken meanwhile */
+		rc->evictions++;
+		mwu_stat_add(MWU_ST_EVICTIONS, 1);
+		mwr_unlink_region(rc, r, &b);
+		n++;
+	}
+	mwr_batch_reclaim_f(rc, &b, 1);
+	return n;
+}
+
 size_t mwr_memlock_limit(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };

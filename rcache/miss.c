@@ -69,7 +69,7 @@ int mwr_miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	uintptr_t as = s & ~(uintptr_t)(pg - 1);
 	uintptr_t ae = (e + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
 	struct mwr_region *r;
-	int ret, attempt;
+	int ret, attempt, made_room = 0;
 
 	rc->misses++;
 	mwu_stat_add(MWU_ST_MISSES, 1);
@@ -109,6 +109,14 @@ int mwr_miss(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 			__atomic_store_n(&r->state, ((gen + 1) << MWR_GEN_SHIFT) |
 					 MWR_FREE, __ATOMIC_RELEASE);
 			mwr_pool_free(r);
+			/* Refused for depth (or a full table): make room once
+			 * among the idle regions over the range, else register
+			 * uncached. */
+			if (ret == MW_ENOSPC && !made_room &&
+			    mwr_evict_overlap(rc, as, ae)) {
+				made_room = 1;
+				continue;
+			}
 			if (ret == MW_ENOSPC)
 				return get_transient(rc, as, ae, out);
 			return ret;

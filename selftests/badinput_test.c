@@ -378,25 +378,29 @@ TEST_F(ctx, forked_child_gets_ebadfd)
 TEST_F(ctx, word_limit_enospc)
 {
 	struct mmuwatch_range r[17];
+	char *b = mwt_map(8);
 	int i;
 
-	/* SETUP asked for 16 words. */
-	for (i = 0; i < 16; i++)
-		ASSERT_EQ(0, mwt_watch(&self->m, self->buf + (i % 4) * P, P,
-				       i, &r[i]));
-	EXPECT_EQ(-ENOSPC, mwt_watch(&self->m, self->buf, P, 16, &r[16]));
-	/* An invalidated watch gives its slot back (after deferred removal),
-	 * and the new generation's token differs.
+	/* SETUP asked for 16 words: two watches on each of 8 pages (under
+	 * max_watch_depth), then the 17th is refused on a page of its own.
 	 */
-	ASSERT_EQ(0, madvise(self->buf + 3 * P, P, MADV_DONTNEED));
-	for (i = 3; i < 16; i += 4)
+	ASSERT_NE(NULL, b);
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(0, mwt_watch(&self->m, b + (i % 8) * P, P, i, &r[i]));
+	EXPECT_EQ(-ENOSPC, mwt_watch(&self->m, self->buf, P, 16, &r[16]));
+	/* An invalidated watch gives its slot back at once, and the new
+	 * generation's token differs.
+	 */
+	ASSERT_EQ(0, madvise(b + 3 * P, P, MADV_DONTNEED));
+	for (i = 3; i < 16; i += 8)
 		EXPECT_TRUE(mwt_invalid(&self->m, &r[i]));
-	EXPECT_EQ(4U, mwt_pending(&self->m));
+	EXPECT_EQ(2U, mwt_pending(&self->m));
 	ASSERT_EQ(0, mwt_watch(&self->m, self->buf, P, 16, &r[16]));
 	EXPECT_TRUE(mwt_valid(&self->m, &r[16]));
-	for (i = 3; i < 16; i += 4)
+	for (i = 3; i < 16; i += 8)
 		if (r[i].slot == r[16].slot)
 			EXPECT_NE(r[i].token, r[16].token);
+	munmap(b, 8 * P);
 }
 
 TEST(max_watches_param)
@@ -413,12 +417,12 @@ TEST(max_watches_param)
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, mwt_set_param("max_watches", 8));
 	ret = mwt_open(&m, 0, 0);
-	buf = mwt_map(1);
+	buf = mwt_map(9);
 	for (i = 0; !ret && i < 8; i++)
-		ret = mwt_watch(&m, buf, P, i, &r);
+		ret = mwt_watch(&m, buf + i * P, P, i, &r);
 	EXPECT_EQ(0, ret);
 	EXPECT_EQ(8U, m.info.nr_words);
-	EXPECT_EQ(-ENOSPC, mwt_watch(&m, buf, P, 8, &r));
+	EXPECT_EQ(-ENOSPC, mwt_watch(&m, buf + 8 * P, P, 8, &r));
 	mwt_close(&m);
 	/* Bad parameter values are refused. */
 	EXPECT_NE(0, mwt_set_param("max_watches", 0));

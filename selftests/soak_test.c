@@ -466,16 +466,24 @@ static int soak_process(int nthreads, double end, unsigned int seed)
 	return failures ? 1 : 0;
 }
 
+/* Every thread opens contexts of its own: past the default
+ * max_mm_contexts, so the fixture raises it (root) and puts it back.
+ */
 FIXTURE(soak) {
-	int unused;
+	long long mmc;
 };
 
 FIXTURE_SETUP(soak)
 {
+	self->mmc = mwt_param("max_mm_contexts");
+	if (self->mmc >= 0 && !geteuid())
+		ASSERT_EQ(0, mwt_set_param("max_mm_contexts", 4096));
 }
 
 FIXTURE_TEARDOWN(soak)
 {
+	if (self->mmc >= 0 && !geteuid())
+		mwt_set_param("max_mm_contexts", self->mmc);
 }
 
 /* The harness would kill a test after 30 s; the long run takes minutes

@@ -32,7 +32,7 @@ extern "C" {
 /* Compile-time version of this header (the library's run-time version is
  * mw_version()); kmod/VERSION is the one source, `make check` compares. */
 #define MW_VERSION_MAJOR 1
-#define MW_VERSION_MINOR 1
+#define MW_VERSION_MINOR 2
 #define MW_VERSION_PATCH 0
 #define MW_VERSION_CODE(major, minor, patch) \
 	(((major) << 16) | ((minor) << 8) | (patch))

@@ -33,10 +33,14 @@
  *   E2BIG     batch larger than info.max_batch
  *   ENOSPC    per-context watch limit (module parameter max_watches) reached,
  *             or, for MMUWATCH_WATCH_F_PERSISTENT, max_persistent reached;
- *             or a per-user limit: max_user_watches / max_user_persistent
- *             (WATCH), max_user_memory_kb (SETUP, or the first WATCH that
- *             sets up with the defaults)
- *   EMFILE    open(): the user already holds max_user_contexts contexts
+ *             or a one-shot range some page of which max_watch_depth of the
+ *             context's one-shot watches already cover (or that overlaps
+ *             more than 4096 of them); or a per-user limit:
+ *             max_user_watches / max_user_persistent (WATCH),
+ *             max_user_memory_kb (SETUP, or the first WATCH that sets up
+ *             with the defaults)
+ *   EMFILE    open(): the user already holds max_user_contexts contexts,
+ *             or max_mm_contexts on the caller's address space
  *   ENOENT    unwatch of a slot/token that is not (or no longer) watched
  *   EBUSY     SETUP after the context was already set up
  *   ENOMEM    out of memory (memory is charged to the caller's memcg)
@@ -50,6 +54,10 @@
  * root_exempt parameter is set (then contexts opened with CAP_SYS_ADMIN
  * are not limited, but still counted). Each refusal counts in
  * /sys/kernel/mmuwatch/limit_hits_{contexts,watches,persistent,memory}.
+ * Two more bound what one user's watches make anyone's invalidation of a
+ * page cost (since module 1.2): max_mm_contexts (a user's contexts on one
+ * address space) and max_watch_depth (one context's one-shot watches over
+ * any one page); refusals count in limit_hits_{mm_contexts,depth}.
  *
  * Details of ABI v1 as implemented by mmuwatch.ko:
  * - Ranges are rounded out to whole pages. An event's [start, end) is the
@@ -58,10 +66,9 @@
  *   SETUP sizes above info.max_ring_entries / the max_watches parameter are
  *   EINVAL; the word array of a context is its watch limit (info.max_watches
  *   after setup; before it, the largest nr_words SETUP accepts). A slot
- *   frees when its dead watch has been reaped. WATCH on a full table
- *   first reaps the context's own dead watches itself; it never waits for
- *   deferred work, so while that work is removing dead watches WATCH
- *   can fail with ENOSPC (retry, or unwatch).
+ *   is free again as soon as its watch fires or is unwatched (since module
+ *   1.2; before, once deferred work had reaped the dead watch), so WATCH
+ *   on a full table is ENOSPC only while every slot holds a live watch.
  * - Validity check: valid iff words[slot] == token. A dead slot may later
  *   hold a newer generation's token, so never test for token | 1 alone.
  *   UNWATCH also sets token | 1 and queues no event.

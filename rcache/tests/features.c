@@ -3,8 +3,9 @@
  * Cache behaviour the oracles do not look at, with a caller-supplied
  * counting backend (no pinning): LRU eviction by max_regions and by
  * max_bytes, RLIMIT_MEMLOCK, mw_rcache_flush, the idle drain by the helper
- * thread (and its negative control with MMUWATCH_HELPER=0), and threads
- * exiting while another thread reclaims. Each subtest runs in a fresh
+ * thread (and its negative control with MMUWATCH_HELPER=0), threads
+ * exiting while another thread reclaims, and making room when the module
+ * refuses a watch for depth. Each subtest runs in a fresh
  * process (see subtest.h); the ones that need caching skip with the none
  * source.   features [SUBTEST...]
  */
@@ -553,6 +554,81 @@ static int t_many_watches(void)
 	return sub_failed;
 }
 
+/* ---- kernel source: WATCH refused for depth makes room ----
+ * With max_watch_depth 1 (root, restored after), a miss over an idle
+ * cached region evicts it and is cached itself; over a region someone
+ * holds, the watch stays until the holder's put, so it goes uncached (a
+ * miss again next time: the control that the first case did not just
+ * fit), and is cached after that put. */
+#define DEPTH_PARAM "/sys/module/mmuwatch/parameters/max_watch_depth"
+static long depth_param(long v)
+{
+	long old = -1;
+	FILE *f = fopen(DEPTH_PARAM, "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &old) != 1)
+			old = -1;
+		fclose(f);
+	}
+	if (v >= 0 && (f = fopen(DEPTH_PARAM, "w"))) {
+		fprintf(f, "%ld\n", v);
+		if (fclose(f))
+			old = -1;
+	}
+	return old;
+}
+
+static int t_depth_room(void)
+{
+	struct mw_rcache_stats st0, st;
+	struct mw_region *held;
+	struct mw_rcache *rc;
+	long old;
+	char *b;
+
+	mw_init();
+	if (mw_source() != MW_SOURCE_KERNEL || geteuid())
+		SKIP("kernel source as root only (source %s)",
+		     mw_source_name(mw_source()));
+	old = depth_param(1);
+	CHECK(old > 0, "max_watch_depth set to 1 (was %ld)", old);
+	rc = mk(0, 0);
+	b = pages(8);
+	CHECK(!getput(rc, b, 4 * PAGE), "region A [0, 4)");
+	st0 = rstats(rc);
+	CHECK(!getput(rc, b + PAGE, 4 * PAGE), "region B [1, 5) over idle A");
+	st = rstats(rc);
+	CHECK(st.evictions == st0.evictions + 1 && st.regions == 1,
+	      "A evicted to make room (%llu evictions, %llu regions)",
+	      (unsigned long long)(st.evictions - st0.evictions),
+	      (unsigned long long)st.regions);
+	st0 = st;
+	CHECK(!getput(rc, b + PAGE, 4 * PAGE) && rstats(rc).misses == st0.misses,
+	      "B is cached: a hit");
+	/* Control: B held. C [3, 7) takes B out of the cache, but B's
+	 * watch stays until its holder puts it: C goes uncached, twice. */
+	CHECK(!mw_rcache_get(rc, b + PAGE, 4 * PAGE, 0, &held), "hold B");
+	st0 = rstats(rc);
+	CHECK(!getput(rc, b + 3 * PAGE, 4 * PAGE), "C [3, 7) over held B");
+	CHECK(!getput(rc, b + 3 * PAGE, 4 * PAGE), "C again");
+	st = rstats(rc);
+	CHECK(st.misses == st0.misses + 2 && st.regions == 0,
+	      "C uncached while B is held: %llu misses (want 2), %llu regions",
+	      (unsigned long long)(st.misses - st0.misses),
+	      (unsigned long long)st.regions);
+	/* B's last put releases it and its watch: now C is cached. */
+	mw_rcache_put(rc, held);
+	CHECK(!getput(rc, b + 3 * PAGE, 4 * PAGE), "C after B's put");
+	st0 = rstats(rc);
+	CHECK(!getput(rc, b + 3 * PAGE, 4 * PAGE) &&
+	      rstats(rc).misses == st0.misses && st0.regions == 1,
+	      "C cached once B is gone: a hit");
+	mw_rcache_destroy(rc);
+	depth_param(old);
+	return sub_failed;
+}
+
 static const struct subtest tests[] = {
 	{ "lru_count", t_lru_count, { NULL } },
 	{ "lru_bytes", t_lru_bytes, { NULL } },
@@ -565,6 +641,7 @@ static const struct subtest tests[] = {
 	{ "fail_closed", t_fail_closed, { NULL } },
 	{ "many_watches", t_many_watches, { NULL } },
 	{ "fail_closed_negative_control", t_fail_closed_control, { NULL } },
+	{ "depth_room", t_depth_room, { NULL } },
 };
 
 int main(int argc, char **argv)

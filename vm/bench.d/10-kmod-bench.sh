@@ -19,13 +19,18 @@
 #   unwatch_batch_vs_single     = the same for UNWATCH_BATCH / UNWATCH
 #   dos_foreign_truncate_vs_none = ftruncate(0) by uid 65533 of a
 #                                 MW_DOS_PAGES-page tmpfs file that uid
-#                                 65534 maps while holding everything its
-#                                 default per-user limits allow (contexts,
-#                                 watches incl. one per file page,
-#                                 persistent watches) / the same with the
-#                                 module not loaded (goal <= 2)
+#                                 65534 maps while holding everything the
+#                                 default limits let one process hold
+#                                 (max_mm_contexts contexts, watches incl.
+#                                 one per file page, persistent watches) /
+#                                 the same with the module not loaded
+#                                 (goal <= 2)
+#   dos_foreign_truncate_stacked_vs_none = the same with every file page
+#                                 covered max_watch_depth deep in every
+#                                 context (the worst layout; goal <= 2)
 # Teardown at scale: unmap_512k_watches_ms (one munmap over 512k watched
-# pages; _reaped_ms until deferred removal is done) and exit_1m_watches_ms
+# pages; _reaped_ms until watches_active is back down: the same since 1.2,
+# when watches die in the callback) and exit_1m_watches_ms
 # (SIGKILL to waitpid of a process holding 1M watches).
 # MW_TIMEOUT=1500
 set -eu
@@ -62,6 +67,7 @@ for r in $(seq "$ROUNDS"); do
 	"$B" dos "$DOS_PAGES" "$DOS_REPS" none >> "$log"
 	insmod "$KO"
 	"$B" dos "$DOS_PAGES" "$DOS_REPS" max >> "$log"
+	"$B" dos "$DOS_PAGES" "$DOS_REPS" stacked >> "$log"
 done
 
 for n in munmap_no_module munmap_0_watches munmap_1_watches munmap_1k_watches \
@@ -69,7 +75,8 @@ for n in munmap_no_module munmap_0_watches munmap_1_watches munmap_1k_watches \
 	echo "RESULT $n $(med $n) ns"
 done
 grep -E '^RESULT (watch|unwatch|ring|read|unmap|exit)_' "$log"
-for n in dos_foreign_truncate_none dos_foreign_truncate_max; do
+for n in dos_foreign_truncate_none dos_foreign_truncate_max \
+	dos_foreign_truncate_stacked; do
 	echo "RESULT $n $(med $n) ns"
 done
 none=$(med munmap_no_module)
@@ -79,5 +86,6 @@ done
 echo "# *_batch_vs_single = (time per range, batch) / (time per range, single): < 1 = batch cheaper"
 echo "RESULT watch_batch_vs_single $(ratio "$(med watch_batch)" "$(med watch_single)") x"
 echo "RESULT dos_foreign_truncate_vs_none $(ratio "$(med dos_foreign_truncate_max)" "$(med dos_foreign_truncate_none)") x"
+echo "RESULT dos_foreign_truncate_stacked_vs_none $(ratio "$(med dos_foreign_truncate_stacked)" "$(med dos_foreign_truncate_none)") x"
 echo "RESULT unwatch_batch_vs_single $(ratio "$(med unwatch_batch)" "$(med unwatch_single)") x"
 rm -f "$log"
