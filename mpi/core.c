@@ -245,6 +245,7 @@ static void atfork_child(void)
 	int fd;
 
 	mw_subs_atfork_child();
+	/* Last registered first (UCX's queue, then libfabric's). */
 	for (int i = nbackends - 1; i >= 0; i--)
 		backends[i]->atfork_child();
 	/* The glue thread did not survive; it restarts at the next use.
