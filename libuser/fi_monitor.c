@@ -42,13 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_ext.h>
-
+#include "libuser/fi_import.h"
 #include "libuser/rq.h"
-
-typedef int (*fi_open_fn)(uint32_t, const char *, void *, size_t, uint64_t,
-			  struct fid **, void *);
 
 /* One watched range; libfabric may subscribe the same range twice. */
 struct fim_sub {
@@ -175,19 +170,8 @@ static bool mon_valid(struct fid_mem_monitor *m, const void *addr, size_t len)
 	return ok;
 }
 
-static struct fi_ops_mem_monitor mon_ops = {
-	.size = sizeof(struct fi_ops_mem_monitor),
-	.start = mon_start,
-	.stop = mon_stop,
-	.subscribe = mon_subscribe,
-	.unsubscribe = mon_unsubscribe,
-	.valid = mon_valid,
-};
-
-static struct fid_mem_monitor monitor = {
-	.fid.fclass = FI_CLASS_MEM_MONITOR,
-	.export_ops = &mon_ops,
-};
+static struct mwu_fi_monitor fim = MWU_FI_MONITOR_INIT(
+	fim, mon_start, mon_stop, mon_subscribe, mon_unsubscribe, mon_valid);
 
 void mwu_fi_monitor_deliver(void)
 {
@@ -197,16 +181,15 @@ void mwu_fi_monitor_deliver(void)
 		return;
 	pthread_mutex_lock(&dlock);
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE) ||
-	    !monitor.import_ops || !monitor.import_ops->notify) {
+	    !mwu_fi_can_notify(&fim)) {
 		while (mwu_rq_pop(&q, &s, &e))
 			;
 		mwu_rq_take_full(&q);
 	} else {
 		if (mwu_rq_take_full(&q))
-			monitor.import_ops->notify(&monitor, NULL,
-						   MWU_RQ_VA_END);
+			mwu_fi_notify(&fim, 0, MWU_RQ_VA_END);
 		while (mwu_rq_pop(&q, &s, &e))
-			monitor.import_ops->notify(&monitor, (void *)s, e - s);
+			mwu_fi_notify(&fim, s, e);
 	}
 	pthread_mutex_unlock(&dlock);
 }
@@ -214,9 +197,6 @@ void mwu_fi_monitor_deliver(void)
 void mwu_fi_monitor_install(void)
 {
 	const char *env = getenv("MMUWATCH_FI_MONITOR");
-	struct fid *cache;
-	fi_open_fn op;
-	void *h;
 	int ret;
 
 	if (!env || strcmp(env, "1") || imported)
@@ -231,27 +211,22 @@ void mwu_fi_monitor_install(void)
 	}
 	if (dlsym(RTLD_DEFAULT, "mw_mpi_status"))
 		return; /* the MPI glue imports its own */
-	h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL);
-	op = h ? (fi_open_fn)dlsym(h, "fi_open") : NULL;
-	if (!op) {
+	switch (mwu_fi_import(&fim, &ret)) {
+	case MWU_FI_IMPORTED:
+		break;
+	case MWU_FI_NO_LIBFABRIC:
+	case MWU_FI_NO_FI_OPEN:
 		mwu_log(MWU_LOG_WARN, "MMUWATCH_FI_MONITOR=1 but no libfabric "
 				      "with fi_open");
 		return;
-	}
-	ret = op(FI_VERSION(1, 13), "mr_cache", NULL, 0, 0, &cache, NULL);
-	if (ret) {
+	case MWU_FI_NO_MR_CACHE:
 		mwu_log(MWU_LOG_WARN,
 			"libfabric has no importable MR cache "
 			"monitor (%d): it keeps its own",
 			ret);
 		return;
-	}
-	ret = fi_import_fid(cache, &monitor.fid, 0);
-	fi_close(cache);
-	if (ret) {
-		/* -FI_EBUSY: a domain already started another monitor. */
+	case MWU_FI_BUSY: /* a domain already started another monitor */
+	case MWU_FI_IMPORT_FAILED:
 		mwu_log(MWU_LOG_WARN,
 			"libfabric refused mmuwatch's memory "
 			"monitor (%d): it keeps its own",

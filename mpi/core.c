@@ -6,7 +6,9 @@
  * registers a release callback (every invalidated range -> UCX queue) and
  * per-watch invalid callbacks (subs.c -> libfabric notify queue), runs the
  * glue thread that delivers both queues outside everybody's locks, and
- * prints the status.
+ * prints the status. The backends (libfabric monitor, UCX forwarding)
+ * register their ops (struct mw_mpi_backend_ops) before this constructor
+ * runs; the core calls them only through those tables and names none.
  *
  * Environment: MMUWATCH_MPI=0 disables the glue; MMUWATCH_FI_MONITOR=0 and
  * MMUWATCH_UCX=0 switch off one side; MMUWATCH_MPI_VERBOSE=1 logs
@@ -39,6 +41,34 @@ static pthread_mutex_t thread_lock = PTHREAD_MUTEX_INITIALIZER;
 /* initial-exec: read inside hooks, where a lazy TLS allocation could
  * recurse into malloc. */
 static __thread int in_glue_thread __attribute__((tls_model("initial-exec")));
+/* The backends, in registration order (constructors, before ours). */
+#define MAX_BACKENDS 4
+static const struct mw_mpi_backend_ops *backends[MAX_BACKENDS];
+static int nbackends;
+
+void mw_mpi_backend_register(const struct mw_mpi_backend_ops *ops)
+{
+	if (nbackends < MAX_BACKENDS)
+		backends[nbackends++] = ops;
+	else
+		fprintf(stderr, "mmuwatch-mpi: backend %s not registered "
+			"(table full)\n", ops->name);
+}
+
+static const struct mw_mpi_backend_ops *backend(const char *name)
+{
+	for (int i = 0; i < nbackends; i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
+static const char *backend_state(const char *name)
+{
+	const struct mw_mpi_backend_ops *b = backend(name);
+
+	return b ? b->state() : "not-linked";
+}
 
 enum mw_source mw_mpi_source(void)
 {
@@ -111,7 +141,9 @@ static void on_release(void *arg, uintptr_t start, uintptr_t end,
 		if (mw_subs_count())
 			mw_mpi_kick();
 	}
-	mw_ucx_released(start, end);
+	for (int i = 0; i < nbackends; i++)
+		if (backends[i]->released)
+			backends[i]->released(start, end);
 }
 
 /* One round: library events (runs the callbacks above), then the queues. */
@@ -128,8 +160,8 @@ static int progress(void)
 			if (r < 256)
 				break;
 		}
-	n += mw_fi_deliver();
-	n += mw_ucx_deliver();
+	for (i = 0; i < nbackends; i++)
+		n += backends[i]->deliver();
 	return n;
 }
 
@@ -190,28 +222,6 @@ void mw_mpi_ensure_thread(void)
 	pthread_mutex_unlock(&thread_lock);
 }
 
-void mw_mpi_sync(void)
-{
-	int n = 0, r;
-
-	if (!active || !mw_ucx_enabled())
-		return;
-	mw_mpi_ensure_thread();
-	/* Kernel mode: the module queued the event inside the unmap, so
-	 * every release before this call (in program order) is in the ring;
-	 * the drain passes it to on_release -> UCX queue. Hooks mode: the
-	 * release callback queued it synchronously already. */
-	if (source == MW_SOURCE_KERNEL) {
-		r = mw_events_progress(0);
-		if (r > 0)
-			n += r;
-	}
-	n += mw_ucx_deliver();
-	if (n)
-		atomic_fetch_add_explicit(&mw_mpi_stats.ucx_sync, 1,
-					  memory_order_relaxed);
-}
-
 /*
  * fork. libmmuwatch registers its handlers in mw_init(), before ours, so
  * our prepare runs first (the table lock, which the glue takes before the
@@ -235,8 +245,9 @@ static void atfork_child(void)
 	int fd;
 
 	mw_subs_atfork_child();
-	mw_ucx_atfork_child();
-	mw_fi_atfork_child();
+	/* Last registered first (UCX's queue, then libfabric's). */
+	for (int i = nbackends - 1; i >= 0; i--)
+		backends[i]->atfork_child();
 	/* The glue thread did not survive; it restarts at the next use.
 	 * A wake eventfd of our own (the inherited one is shared). */
 	pthread_mutex_init(&thread_lock, NULL);
@@ -296,13 +307,14 @@ __attribute__((constructor)) static void mw_mpi_init(void)
 	/* With no source the monitor still installs: valid() then says
 	 * "invalid" for every entry, so libfabric re-registers each time
 	 * (correct, no leave-pinned) rather than trusting stale entries. */
-	mw_fi_install();
-	mw_ucx_install();
+	for (int i = 0; i < nbackends; i++)
+		backends[i]->install();
 }
 
 /* One status line, for mmuwatch-status and the demo. */
 MW_EXPORT int mw_mpi_status(char *buf, size_t len)
 {
+	const struct mw_mpi_backend_ops *ucx = backend("ucx");
 	struct mw_mpi_stats *s = &mw_mpi_stats;
 	struct mw_stats ls = { 0 };
 
@@ -316,14 +328,16 @@ MW_EXPORT int mw_mpi_status(char *buf, size_t len)
 			"ucx_qfull=%lu ucx_flush_all=%lu ring_events=%lu "
 			"overflows=%llu hook_releases=%lu watch_fail=%lu "
 			"forks=%lu ucx_kmode=%s",
-			active ? mw_mpi_source_name() : "off", mw_fi_state(),
-			mw_ucx_state(), mw_subs_count(), s->fi_subscribe,
+			active ? mw_mpi_source_name() : "off",
+			backend_state("libfabric"), backend_state("ucx"),
+			mw_subs_count(), s->fi_subscribe,
 			s->fi_unsubscribe, s->fi_valid, s->fi_invalid,
 			s->fi_notify, s->fi_qfull, s->ucx_watch,
 			s->ucx_forward, s->ucx_sync, s->ucx_qfull,
 			s->ucx_flush_all, s->ring_events,
 			(unsigned long long)ls.overflows, s->hook_releases,
-			s->watch_fail, s->forks, mw_ucx_kmode());
+			s->watch_fail, s->forks,
+			ucx && ucx->kmode ? ucx->kmode() : "-");
 }
 
 __attribute__((destructor)) static void mw_mpi_fini(void)

@@ -14,20 +14,17 @@
  *   unsubscribe -> mw_watch_remove()
  *
  * MMUWATCH_FI_MONITOR=0 leaves libfabric's own monitor in place.
+ *
+ * A backend of the glue: the core reaches it only through fi_backend (its
+ * ops, registered at load), subs.c only through fi_invalidated.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_ext.h>
-
+#include "libuser/fi_import.h"
 #include "mwmpi.h"
-
-typedef int (*fi_open_fn)(uint32_t, const char *, void *, size_t, uint64_t,
-			  struct fid **, void *);
 
 static const char *state = "not-installed";
 static atomic_int started;
@@ -88,19 +85,9 @@ static bool mon_valid(struct fid_mem_monitor *m, const void *addr, size_t len)
 	return ok;
 }
 
-static struct fi_ops_mem_monitor mon_ops = {
-	.size = sizeof(struct fi_ops_mem_monitor),
-	.start = mon_start,
-	.stop = mon_stop,
-	.subscribe = mon_subscribe,
-	.unsubscribe = mon_unsubscribe,
-	.valid = mon_valid,
-};
-
-static struct fid_mem_monitor monitor = {
-	.fid.fclass = FI_CLASS_MEM_MONITOR,
-	.export_ops = &mon_ops,
-};
+static struct mwu_fi_monitor fim =
+	MWU_FI_MONITOR_INIT(fim, mon_start, mon_stop, mon_subscribe,
+			    mon_unsubscribe, mon_valid);
 static atomic_int imported;
 
 /* Ranges whose watches had libfabric references, waiting for notify. */
@@ -111,10 +98,10 @@ static struct mw_rq fiq = { .cells = NULL };
 static int notify_ready(void)
 {
 	return atomic_load(&imported) && atomic_load(&started) &&
-	       monitor.import_ops && monitor.import_ops->notify;
+	       mwu_fi_can_notify(&fim);
 }
 
-void mw_fi_invalidated(uintptr_t start, uintptr_t end)
+static void fi_invalidated(uintptr_t start, uintptr_t end)
 {
 	if (!fiq.cells || !notify_ready())
 		return;
@@ -126,10 +113,10 @@ void mw_fi_invalidated(uintptr_t start, uintptr_t end)
 static void notify(uintptr_t start, uintptr_t end)
 {
 	atomic_fetch_add(&mw_mpi_stats.fi_notify, 1);
-	monitor.import_ops->notify(&monitor, (const void *)start, end - start);
+	mwu_fi_notify(&fim, start, end);
 }
 
-int mw_fi_deliver(void)
+static int fi_deliver(void)
 {
 	uintptr_t s, e;
 	int n = 0;
@@ -156,7 +143,7 @@ int mw_fi_deliver(void)
 	return n;
 }
 
-void mw_fi_atfork_child(void)
+static void fi_atfork_child(void)
 {
 	/* A push may have been half done by a thread that is gone; the
 	 * child's libfabric cache entries are the parent's: drop them all. */
@@ -168,17 +155,14 @@ void mw_fi_atfork_child(void)
 		atomic_store(&fiq.all, 1);
 }
 
-const char *mw_fi_state(void)
+static const char *fi_state(void)
 {
 	return state;
 }
 
-void mw_fi_install(void)
+static void fi_install(void)
 {
 	const char *other = getenv("FI_MR_CACHE_MONITOR");
-	struct fid *cache;
-	fi_open_fn op;
-	void *h;
 	int ret;
 
 	mw_rq_init(&fiq, fiq_cells, FIQ_CELLS);
@@ -186,32 +170,24 @@ void mw_fi_install(void)
 		state = "off (MMUWATCH_FI_MONITOR=0)";
 		return;
 	}
-	/* Load libfabric now if the system has it: the import must happen
-	 * before the MPI library dlopens its OFI component and opens a
-	 * domain. Same soname, so the MPI library gets this instance. */
-	h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_GLOBAL);
-	if (!h) {
+	/* The import must happen before the MPI library dlopens its OFI
+	 * component and opens a domain. */
+	switch (mwu_fi_import(&fim, &ret)) {
+	case MWU_FI_IMPORTED:
+		break;
+	case MWU_FI_NO_LIBFABRIC:
 		state = "no-libfabric";
 		return;
-	}
-	op = (fi_open_fn)dlsym(h, "fi_open");
-	if (!op) {
+	case MWU_FI_NO_FI_OPEN:
 		state = "libfabric-without-fi_open";
 		return;
-	}
-	ret = op(FI_VERSION(1, 13), "mr_cache", NULL, 0, 0, &cache, NULL);
-	if (ret) {
+	case MWU_FI_NO_MR_CACHE:
 		state = "libfabric-without-import";
 		fprintf(stderr, "mmuwatch: libfabric has no importable MR cache "
 			"monitor (fi_open mr_cache: %d); libfabric keeps its "
 			"own monitor\n", ret);
 		return;
-	}
-	ret = fi_import_fid(cache, &monitor.fid, 0);
-	fi_close(cache);
-	if (ret == -FI_EBUSY) {
+	case MWU_FI_BUSY:
 		state = "refused-other-monitor-active";
 		fprintf(stderr, "mmuwatch: libfabric already has an active "
 			"memory monitor (a domain was opened before mmuwatch "
@@ -219,8 +195,7 @@ void mw_fi_install(void)
 			"keeps that monitor. Preload or link libmmuwatch so it "
 			"loads first.\n");
 		return;
-	}
-	if (ret) {
+	case MWU_FI_IMPORT_FAILED:
 		state = "import-failed";
 		fprintf(stderr, "mmuwatch: importing the memory monitor into "
 			"libfabric failed: %d\n", ret);
@@ -236,4 +211,19 @@ void mw_fi_install(void)
 			"mmuwatch's\n", other);
 	}
 	mw_mpi_log("libfabric monitor: %s", state);
+}
+
+static const struct mw_mpi_backend_ops fi_backend = {
+	.name = "libfabric",
+	.install = fi_install,
+	.deliver = fi_deliver,
+	.atfork_child = fi_atfork_child,
+	.state = fi_state,
+};
+
+/* First backend: installed, delivered and shown before UCX. */
+__attribute__((constructor(MW_MPI_BACKEND_PRIO))) static void fi_register(void)
+{
+	mw_subs_on_fi_invalid(fi_invalidated);
+	mw_mpi_backend_register(&fi_backend);
 }

@@ -3,7 +3,7 @@
  * In-process test of the glue over the real libmmuwatch (no MPI, no RDMA):
  * the glue objects are linked into this program, so it can call the hidden
  * functions the interposers call (mw_subs_add as ibv_reg_mr does,
- * mw_mpi_sync as UCX's entry points do). UCX is real (libucm): a
+ * mw_ucx_sync as UCX's entry points do). UCX is real (libucm): a
  * VM_UNMAPPED handler, UCM_EVENT_FLAG_NO_INSTALL (UCX's own hooks stay
  * out), sees what the glue forwards.
  *
@@ -102,7 +102,7 @@ static int program_order(int n, size_t len)
 		atomic_store(&seen, 0);
 		atomic_store(&target, s + len / 2);
 		release(p, len);
-		mw_mpi_sync();
+		mw_ucx_sync();
 		missed += !atomic_load(&seen);
 		atomic_store(&target, 0);
 		mw_subs_del(s, s + len, MW_SUB_UCX);
@@ -182,7 +182,7 @@ static int overflow(void)
 	}
 	for (int i = 0; i < n; i++)
 		release(big + (size_t)i * 2 * len, len);
-	mw_mpi_sync();
+	mw_ucx_sync();
 	for (int i = 0; i < n; i++) {
 		uintptr_t s = (uintptr_t)big + (size_t)i * 2 * len;
 
@@ -224,7 +224,7 @@ static int fork_child(uintptr_t s, size_t len)
 	/* Inherited: invalid in the child, whatever the parent's state. */
 	fails += mw_subs_valid(s, s + len) != 0;
 	/* UCX (inherited cache) is flushed once at its next entry point. */
-	mw_mpi_sync();
+	mw_ucx_sync();
 	fails += atomic_load(&flushes) == f0;
 	/* The child's own watches and forwarding work (device re-opened). */
 	fails += !fi_cycle();

@@ -73,6 +73,11 @@ MW_HIDDEN void mw_subs_del(uintptr_t start, uintptr_t end, unsigned owner);
 /* 1 valid (mw_watch_valid() of the entry's watch), 0 invalid/unknown. */
 MW_HIDDEN int mw_subs_valid(uintptr_t start, uintptr_t end);
 MW_HIDDEN size_t mw_subs_count(void);
+/* The consumer of invalidated ranges that libfabric references (the
+ * libfabric backend registers it; lock-free, any context). Set before the
+ * first MW_SUB_FI add; NULL: nobody is told. */
+typedef void (*mw_subs_invalid_fn)(uintptr_t start, uintptr_t end);
+MW_HIDDEN void mw_subs_on_fi_invalid(mw_subs_invalid_fn fn);
 /* fork: lock in prepare, unlock in the parent; in the child the lock is
  * re-initialised and every inherited entry reads invalid. */
 MW_HIDDEN void mw_subs_atfork_prepare(void);
@@ -91,34 +96,47 @@ MW_HIDDEN void mw_mpi_kick(void);
 /* Start the glue thread if it should run and does not (lazy; again in a
  * forked child). */
 MW_HIDDEN void mw_mpi_ensure_thread(void);
-/* At UCX communication entry points: kernel mode delivers the library's
- * pending events (mw_events_progress), then every queued release goes to
- * UCX, in the calling thread, before UCX looks at its cache. */
-MW_HIDDEN void mw_mpi_sync(void);
 
-/* ---- fi_monitor.c ---- */
-MW_HIDDEN void mw_fi_install(void);
-/* A watch with libfabric references was invalidated: queue a notify
- * (any context; delivered by the glue thread). */
-MW_HIDDEN void mw_fi_invalidated(uintptr_t start, uintptr_t end);
-/* Glue thread: notify libfabric of the queued ranges. Returns how many. */
-MW_HIDDEN int mw_fi_deliver(void);
-MW_HIDDEN void mw_fi_atfork_child(void);
-MW_HIDDEN const char *mw_fi_state(void);
+/*
+ * A backend of the glue (fi_monitor.c: libfabric; ucx_fwd.c: UCX), as the
+ * core sees it. The core calls backends only through these tables, as the
+ * kernel calls an interval notifier through its mmu_interval_notifier_ops;
+ * a backend reaches the core only through the functions above. Each
+ * backend registers its table from a constructor of priority
+ * MW_MPI_BACKEND_PRIO + n (before the core's constructor, which installs
+ * them): n orders the backends (install, deliver and status in that order;
+ * the fork-child handlers in reverse). Tables are static and never freed.
+ */
+#define MW_MPI_BACKEND_PRIO 101
+struct mw_mpi_backend_ops {
+	const char *name;	/* the status key: "libfabric", "ucx" */
+	/* Once, from the core's constructor, libmmuwatch initialised. */
+	void (*install)(void);
+	/* Every release the library reports (any context, maybe inside the
+	 * allocator or under the library's lock): queue only. NULL: none. */
+	void (*released)(uintptr_t start, uintptr_t end);
+	/* Glue thread, no lock held: hand the queued ranges on. How many. */
+	int (*deliver)(void);
+	/* Forked child, after the subs table was reset. */
+	void (*atfork_child)(void);
+	const char *(*state)(void);	/* for the status line */
+	/* A mode shown as <name>_kmode in the status line. NULL: none. */
+	const char *(*kmode)(void);
+};
+MW_HIDDEN void mw_mpi_backend_register(const struct mw_mpi_backend_ops *ops);
 
-/* ---- ucx_fwd.c ---- */
-MW_HIDDEN void mw_ucx_install(void);
-MW_HIDDEN int mw_ucx_enabled(void);
-/* Release seen by the library (any context, may be inside the allocator):
- * queued for UCX, never forwarded here. */
-MW_HIDDEN void mw_ucx_released(uintptr_t start, uintptr_t end);
-/* Forward the queue to ucm_vm_munmap() (not from a hook, not under the
- * library's locks). Returns how many calls were made. */
-MW_HIDDEN int mw_ucx_deliver(void);
-MW_HIDDEN int mw_ucx_pending(void);
-MW_HIDDEN void mw_ucx_atfork_child(void);
+/* ---- fi_monitor.c: only its ops, and its consumer of invalidated
+ * ranges registered with subs.c (mw_subs_on_fi_invalid). ---- */
+
+/* ---- ucx_fwd.c (its ops: mw_mpi_backend_register) ---- */
+/* At UCX communication entry points (ucx_entry.c): kernel mode delivers
+ * the library's pending events (mw_events_progress), then every queued
+ * release goes to UCX, in the calling thread, before UCX looks at its
+ * cache. */
+MW_HIDDEN void mw_ucx_sync(void);
 MW_HIDDEN const char *mw_ucx_state(void);
-MW_HIDDEN const char *mw_ucx_kmode(void);	/* stream, watch or - */
+/* Kernel mode, UCX found, no whole-address-space stream: the ibv_reg_mr
+ * interposer watches what UCX registers. */
 MW_HIDDEN int mw_ucx_wants_watch(void);
 
 /* Counters shown by mw_mpi_status(). */

@@ -107,7 +107,7 @@ static unsigned live_moved(void)
 struct mw_mpi_stats mw_mpi_stats;
 static unsigned fi_notes;
 static uintptr_t fi_last_s, fi_last_e;
-void mw_fi_invalidated(uintptr_t s, uintptr_t e)
+static void fi_invalidated(uintptr_t s, uintptr_t e)
 {
 	fi_notes++;
 	fi_last_s = s;
@@ -170,6 +170,7 @@ int main(void)
 	int all = 1;
 	unsigned adds;
 
+	mw_subs_on_fi_invalid(fi_invalidated);
 	ok(mw_subs_init(64) == 0, "init");
 	ok(!mw_subs_valid(B, B + 4096), "unknown range is not valid");
 	for (int i = 0; i < 40; i++)

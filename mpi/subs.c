@@ -34,6 +34,7 @@ static size_t cap, idx_mask, nfree;
 static atomic_size_t n;		/* entries in use (read lock-free) */
 static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t gen;		/* bumped in a forked child */
+static mw_subs_invalid_fn fi_invalid;	/* set once, before any watch */
 
 static size_t hash(uintptr_t s, uintptr_t e)
 {
@@ -124,8 +125,14 @@ static void on_invalid(struct mw_watch *w, void *arg)
 	struct sub *e = (struct sub *)w;
 
 	(void)arg;
-	if (atomic_load_explicit(&e->refs_fi, memory_order_relaxed))
-		mw_fi_invalidated(w->start, w->end);
+	if (fi_invalid &&
+	    atomic_load_explicit(&e->refs_fi, memory_order_relaxed))
+		fi_invalid(w->start, w->end);
+}
+
+void mw_subs_on_fi_invalid(mw_subs_invalid_fn fn)
+{
+	fi_invalid = fn;
 }
 
 static int mw_to_errno(int err)

@@ -2,7 +2,7 @@
 /*
  * UCX communication entry points, interposed: before UCX looks a buffer up
  * in its registration cache, the glue delivers every release already seen
- * (mw_mpi_sync(): in kernel mode mw_events_progress() drains libmmuwatch's
+ * (mw_ucx_sync(): in kernel mode mw_events_progress() drains libmmuwatch's
  * ring into the UCX queue, then the queue goes to ucm_vm_munmap(); a few
  * loads and two uncontended mutexes when nothing is pending). The module
  * queues the event inside the unmap and the hooks queue it inside the
@@ -35,7 +35,7 @@ static void *next_ucp(const char *name)
 		static ret (*real) params;				\
 		if (!real)						\
 			real = (ret (*) params)next_ucp(#name);		\
-		mw_mpi_sync();						\
+		mw_ucx_sync();						\
 		return real args;					\
 	}
 

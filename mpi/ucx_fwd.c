@@ -31,6 +31,9 @@
  * external (UCX then installs no unmap hooks of its own and relies on
  * mmuwatch alone; kernel source only); default "assist" leaves UCX's hooks
  * in place.
+ *
+ * A backend of the glue: the core reaches it only through ucx_backend (its
+ * ops, registered at load); UCX's entry points call mw_ucx_sync().
  */
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
@@ -114,18 +117,13 @@ static ucm_vm_munmap_fn resolve(void)
 	return f;
 }
 
-int mw_ucx_enabled(void)
-{
-	return enabled;
-}
-
 int mw_ucx_wants_watch(void)
 {
 	return enabled && resolve() && mw_mpi_source() == MW_SOURCE_KERNEL &&
 	       atomic_load(&stream) != 1;
 }
 
-const char *mw_ucx_kmode(void)
+static const char *ucx_kmode(void)
 {
 	switch (atomic_load(&stream)) {
 	case 1: return "stream";
@@ -134,7 +132,7 @@ const char *mw_ucx_kmode(void)
 	return "-";
 }
 
-void mw_ucx_released(uintptr_t start, uintptr_t end)
+static void ucx_released(uintptr_t start, uintptr_t end)
 {
 	/* Before UCX is resolved it has registered nothing (the first
 	 * registration goes through ibv_reg_mr below, which resolves). */
@@ -153,19 +151,19 @@ static atomic_int delivering;
  * an interposed UCP function must not wait for itself). */
 static __thread int in_deliver __attribute__((tls_model("initial-exec")));
 
-int mw_ucx_pending(void)
+static int ucx_pending(void)
 {
 	return ucxq.cells && (mw_rq_pending(&ucxq) || atomic_load(&delivering));
 }
 
-int mw_ucx_deliver(void)
+static int ucx_deliver(void)
 {
 	ucm_vm_munmap_fn f = atomic_load_explicit(&ucm_munmap,
 						  memory_order_acquire);
 	uintptr_t s, e;
 	int n = 0, all;
 
-	if (!f || in_deliver || !mw_ucx_pending())
+	if (!f || in_deliver || !ucx_pending())
 		return 0;
 	/* Waits for another consumer's forward in flight: when this returns,
 	 * every range queued before the call has reached UCX. */
@@ -195,7 +193,7 @@ int mw_ucx_deliver(void)
 	return n;
 }
 
-void mw_ucx_atfork_child(void)
+static void ucx_atfork_child(void)
 {
 	/* A push or a pop may have been half done by a thread that is gone,
 	 * and the child's UCX watches (kernel mode) died with the parent's
@@ -214,7 +212,7 @@ const char *mw_ucx_state(void)
 	return state;
 }
 
-void mw_ucx_install(void)
+static void ucx_install(void)
 {
 	const char *mode = getenv("MMUWATCH_UCX");
 	ucm_set_external_event_fn ext;
@@ -260,6 +258,48 @@ void mw_ucx_install(void)
 	state = "external";
 	mw_mpi_log("UCM_EVENT_VM_UNMAPPED is external: UCX relies on "
 		   "mmuwatch (%s)", mw_mpi_source_name());
+}
+
+/*
+ * At UCX's entry points (ucx_entry.c). Kernel mode: the module queued the
+ * event inside the unmap, so every release before this call (in program
+ * order) is in the ring; the drain passes it to the core's release
+ * callback -> ucx_released -> the queue. Hooks mode: the release callback
+ * queued it synchronously already. (enabled implies the glue is active.)
+ */
+void mw_ucx_sync(void)
+{
+	int n = 0, r;
+
+	if (!enabled)
+		return;
+	mw_mpi_ensure_thread();
+	if (mw_mpi_source() == MW_SOURCE_KERNEL) {
+		r = mw_events_progress(0);
+		if (r > 0)
+			n += r;
+	}
+	n += ucx_deliver();
+	if (n)
+		atomic_fetch_add_explicit(&mw_mpi_stats.ucx_sync, 1,
+					  memory_order_relaxed);
+}
+
+static const struct mw_mpi_backend_ops ucx_backend = {
+	.name = "ucx",
+	.install = ucx_install,
+	.released = ucx_released,
+	.deliver = ucx_deliver,
+	.atfork_child = ucx_atfork_child,
+	.state = mw_ucx_state,
+	.kmode = ucx_kmode,
+};
+
+/* Second backend, after libfabric's. */
+__attribute__((constructor(MW_MPI_BACKEND_PRIO + 1))) static void
+ucx_register(void)
+{
+	mw_mpi_backend_register(&ucx_backend);
 }
 
 /* ---- registration interposition (watches in kernel mode, UCX present) ---- */

@@ -8,37 +8,39 @@
  * event does not complete), mw_ring_push fails without touching the ring:
  * the head entry still owns its request and its handle-cache pin, and the
  * caller completes its own copy synchronously instead.
+ *
+ * The ring knows nothing of what a copy holds: it hands each completed
+ * entry to the completion its consumer registered (mw_ring_on_complete:
+ * xfer.c releases the handle-cache pin, sends the FIN and finishes the
+ * request there), so calls point one way: consumers -> ring, never ring ->
+ * handle cache or transfers.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include "smc_internal.h"
 
+static mw_ring_done_fn ring_done;	/* set at load, read-only after */
+
+void mw_ring_on_complete(mw_ring_done_fn fn)
+{
+	ring_done = fn;
+}
+
+/*
+ * The head's copy is over (err 0) or failed (-EIO): the entry leaves the
+ * ring first, then its consumer's completion runs on a copy of it, so a
+ * completion that pushes, polls or drains sees a consistent ring.
+ */
 static void complete_head(struct mw_smc *c, int err)
 {
 	struct ring_ent *e = &c->ring[c->ring_head];
-	struct mw_ep *ep = &c->ep[e->peer];
-	struct mw_smc_req *r = e->req;
+	struct ring_ent done = *e;
 
-	/*
-	 * A peer that died (or left) before this copy completed never saw the
-	 * transfer finish and its memory may be gone: the receive fails.
-	 */
-	if (ep->dead && !err)
-		err = -ECONNRESET;
-	if (e->nocache) {
-		CU(IpcCloseMemHandle, e->local);
-		c->st.cache_closes++;
-	} else {
-		mw_hc_put(c, ep, e->he);
-	}
 	e->he = NULL;
 	e->req = NULL;
 	c->ring_head = (c->ring_head + 1) % c->ring_size;
 	c->ring_count--;
-	if (!ep->dead)
-		mw_ctl_send(c, ep, MSG_FIN, r->seq, err ? FIN_EIO : FIN_OK);
-	mw_req_finish(c, r, err);
-	mw_req_reap(c, r);
+	ring_done(c, &done, err);
 }
 
 int mw_ring_poll(struct mw_smc *c, bool block_head)

@@ -341,6 +341,16 @@ MW_HIDDEN void mw_hc_purge(struct mw_smc *c, struct mw_ep *ep, bool all);
 MW_HIDDEN void mw_hc_free(struct mw_smc *c, struct mw_ep *ep);
 
 /* evring.c */
+/* A copy's completion: called once per entry, after it left the ring, with
+ * err 0 (the copy's event completed) or -EIO (it failed, or the driver is
+ * broken). The entry's fields other than ev are the consumer's. */
+typedef void (*mw_ring_done_fn)(struct mw_smc *c, const struct ring_ent *e,
+				int err);
+/* The consumer registers its completion once, at load (before any
+ * channel): xfer.c's IPC copies are the ring's only consumer. Process-wide
+ * rather than per entry or per channel: struct mw_smc and struct ring_ent
+ * keep their layout (the library's ABI baseline records it). */
+MW_HIDDEN void mw_ring_on_complete(mw_ring_done_fn fn);
 MW_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
 MW_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
 MW_HIDDEN void mw_ring_drain(struct mw_smc *c);

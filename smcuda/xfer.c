@@ -241,6 +241,39 @@ bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
 	return false;
 }
 
+/*
+ * The event ring's completion for an IPC copy (registered at load):
+ * drops the mapping's pin, tells the sender, finishes the receive.
+ */
+static void ipc_copy_done(struct mw_smc *c, const struct ring_ent *e, int err)
+{
+	struct mw_ep *ep = &c->ep[e->peer];
+	struct mw_smc_req *r = e->req;
+
+	/*
+	 * A peer that died (or left) before this copy completed never saw the
+	 * transfer finish and its memory may be gone: the receive fails.
+	 */
+	if (ep->dead && !err)
+		err = -ECONNRESET;
+	if (e->nocache) {
+		CU(IpcCloseMemHandle, e->local);
+		c->st.cache_closes++;
+	} else {
+		mw_hc_put(c, ep, e->he);
+	}
+	if (!ep->dead)
+		mw_ctl_send(c, ep, MSG_FIN, r->seq, err ? FIN_EIO : FIN_OK);
+	mw_req_finish(c, r, err);
+	mw_req_reap(c, r);
+}
+
+/* Before any channel exists: the ring calls it from its first copy on. */
+__attribute__((constructor)) static void register_ring_completion(void)
+{
+	mw_ring_on_complete(ipc_copy_done);
+}
+
 static void recv_ipc(struct mw_smc *c, struct mw_ep *ep, struct mw_smc_req *r,
 		     const struct msg_ipc *m)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test-control API of the CUDA driver test double (libcuda.so.1 built from
- * cudadouble.c). Test-only: these functions exist only in the double.
+ * td_*.c). Test-only: these functions exist only in the double.
  *
  * Environment read by the double:
  *   MWTD_SHM      path of the file holding the shared "GPU" (allocation
