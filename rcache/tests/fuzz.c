@@ -440,12 +440,14 @@ static void churn(struct slot *s, unsigned what)
 	}
 }
 
+/* Static, as in threads.c: the cache may outlive main's frame at exit. */
+static struct rec_ctx rec;
+static struct io_uring ring;
+
 int main(int argc, char **argv)
 {
 	struct mw_rcache_params p = { 0 };
-	struct rec_ctx rec = { 0 };
 	const char *backend = "uring";
-	struct io_uring ring;
 	unsigned long i;
 	int ret;
 

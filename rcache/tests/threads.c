@@ -84,6 +84,10 @@ static void *unmapper(void *arg)
 			munmap(old, BUFLEN);
 			B[b].addr = mmap(old, BUFLEN, PROT_READ | PROT_WRITE,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (B[b].addr == MAP_FAILED) {
+				perror("threads: mmap");
+				exit(2);
+			}
 		} else {
 			madvise(B[b].addr, BUFLEN, MADV_DONTNEED);
 		}
@@ -97,14 +101,21 @@ static void *unmapper(void *arg)
 	return NULL;
 }
 
+/*
+ * Static, not on main's stack: the negative control returns from main with
+ * the cache alive, and its helper thread may still deregister through
+ * these while exit() runs over main's dead frame (seen as a SIGSEGV after
+ * the test's last line, under the debug kernel's slower timing).
+ */
+static struct rec_ctx rec;
+static struct io_uring ring;
+
 int main(int argc, char **argv)
 {
-	struct rec_ctx rec = { 0 };
-	struct mw_reg_ops ops = { rec_reg, rec_dereg, NULL, &rec, 0 };
+	static struct mw_reg_ops ops = { rec_reg, rec_dereg, NULL, &rec, 0 };
 	struct mw_rcache_params p = { .ops = &ops, .max_regions = 64 };
 	int nt = 2, secs = 3, expect = 0, i, ret;
 	pthread_t th[16], un;
-	struct io_uring ring;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
