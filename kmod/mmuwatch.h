@@ -62,9 +62,8 @@ struct mw_watch {
 	struct rb_node rb;		/* ctx->tree (one-shot) */
 	struct list_head node;		/* ctx->persist (persistent) */
 	unsigned long start;		/* page aligned */
-	unsigned long last;		/* end - 1: the tree's closed intervals */
-	unsigned long subtree_last;	/* the interval tree's augmentation */
 	unsigned long end;		/* page aligned, exclusive */
+	unsigned long subtree_last;	/* the interval tree's augmentation */
 	u64 cookie;
 	u64 token;
 	u32 slot;
@@ -123,7 +122,6 @@ struct mw_ctx {
 	/* Under lock. */
 	u32 nr_free;
 	u32 nr_persistent;		/* persistent watches holding a slot */
-	u32 nr_oneshot;			/* one-shot watches in tree */
 	u32 head;			/* kernel copy of the producer index */
 	u32 rflags;			/* kernel copy of ring flags */
 	u64 lost;			/* kernel copy of ring lost */
@@ -159,7 +157,7 @@ enum mw_stat {
 	MW_STAT_F_PROT_VMA,
 	MW_STAT_F_PROT_PAGE,
 	MW_STAT_F_SOFT_DIRTY,
-	MW_STAT_REPEAT_IGNORED,	/* callback on a dead, dying or closing watch */
+	MW_STAT_REPEAT_IGNORED,	/* 0 since 1.2 (sysfs keeps the name) */
 	MW_STAT_OVERFLOWS,
 	MW_STAT_LOST,
 	MW_STAT_LIMIT_CONTEXTS,	/* per-user limits refused (EMFILE/ENOSPC) */

@@ -27,8 +27,9 @@
 
 struct kmem_cache *mw_watch_cache;
 
+/* The tree's intervals are closed: [start, end - 1]. */
 #define MW_START(w) ((w)->start)
-#define MW_LAST(w) ((w)->last)
+#define MW_LAST(w) ((w)->end - 1)
 INTERVAL_TREE_DEFINE(struct mw_watch, rb, unsigned long, subtree_last,
 		     MW_START, MW_LAST, static, mw_it)
 
@@ -91,7 +92,6 @@ static void mw_unlink_locked(struct mw_ctx *ctx, struct mw_watch *w)
 		ctx->nr_persistent--;
 	} else {
 		mw_it_remove(w, &ctx->tree);
-		ctx->nr_oneshot--;
 	}
 	ctx->slots[w->slot] = NULL;
 	ctx->free_slots[ctx->nr_free++] = w->slot;
@@ -359,7 +359,8 @@ static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
 	if (w->persistent) {
 		if (ctx->nr_persistent >= READ_ONCE(mw_max_persistent))
 			goto out;
-	} else if (!ctx->exempt && !mw_depth_ok(ctx, w->start, w->last, depth)) {
+	} else if (!ctx->exempt &&
+		   !mw_depth_ok(ctx, w->start, w->end - 1, depth)) {
 		mw_stat_inc(MW_STAT_LIMIT_DEPTH);
 		goto out;
 	}
@@ -372,7 +373,6 @@ static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
 		ctx->nr_persistent++;
 		list_add_tail(&w->node, &ctx->persist);
 	} else {
-		ctx->nr_oneshot++;
 		mw_it_insert(w, &ctx->tree);
 	}
 	ret = 0;
@@ -488,7 +488,6 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 		goto out_uncharge;
 	w->start = start;
 	w->end = end;
-	w->last = end - 1;
 	w->cookie = r->cookie;
 	w->persistent = persistent;
 	ret = mw_link_new(ctx, w);
