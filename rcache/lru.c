@@ -6,6 +6,7 @@
  * usual LRU approximation that needs no list update on a hit: a hit only
  * sets the region's referenced bit.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -31,6 +32,22 @@ void mwr_lru_del(struct mwr_rcache *rc, struct mwr_region *r)
 	r->lru_next = r->lru_prev = NULL;
 }
 
+/* Take idle r out of the cache into the batch; false if it is in use,
+ * already invalid, or was taken meanwhile. */
+static bool evict_one(struct mwr_rcache *rc, struct mwr_region *r,
+		      struct mwr_batch *b)
+{
+	uint64_t st = mwr_ld_state(r);
+
+	if ((st & (MWR_COUNT_MASK | MWR_INVALID)) ||
+	    !mwr_cas_state(r, &st, st | MWR_INVALID))
+		return false;
+	rc->evictions++;
+	mwu_stat_add(MWU_ST_EVICTIONS, 1);
+	mwr_unlink_region(rc, r, b);
+	return true;
+}
+
 /* Evict idle regions until nregions < max_r and bytes + need <= max_b.
  * CLOCK: a region used since the hand last passed gets a second chance. */
 int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
@@ -41,7 +58,6 @@ int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
 	while ((rc->nregions >= max_r || rc->bytes - freed + need > max_b) &&
 	       budget--) {
 		struct mwr_region *r = rc->hand;
-		uint64_t st;
 
 		if (!r || r == &rc->lru) {
 			rc->hand = rc->lru.lru_next;
@@ -50,19 +66,14 @@ int mwr_evict(struct mwr_rcache *rc, size_t max_r, size_t need, size_t max_b)
 			continue;
 		}
 		rc->hand = r->lru_next;
-		st = mwr_ld_state(r);
-		if ((st & (MWR_COUNT_MASK | MWR_INVALID)))
+		if (mwr_ld_state(r) & (MWR_COUNT_MASK | MWR_INVALID))
 			continue;
 		if (__atomic_load_n(&r->referenced, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&r->referenced, 0, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (!mwr_cas_state(r, &st, st | MWR_INVALID))
-			continue;	/* taken meanwhile */
-		rc->evictions++;
-		mwu_stat_add(MWU_ST_EVICTIONS, 1);
-		freed += r->pub.len;
-		mwr_unlink_region(rc, r, &b);
+		if (evict_one(rc, r, &b))
+			freed += r->pub.len;
 	}
 	mwr_batch_reclaim_f(rc, &b, 1);
 	return (rc->nregions >= max_r || rc->bytes + need > max_b) ? -1 : 0;
@@ -81,19 +92,10 @@ size_t mwr_evict_overlap(struct mwr_rcache *rc, uintptr_t s, uintptr_t e)
 	size_t n = 0;
 
 	for (r = rc->lru.lru_next; r != &rc->lru; r = next) {
-		uint64_t st = mwr_ld_state(r);
-
 		next = r->lru_next;
-		if (__atomic_load_n(&r->start, __ATOMIC_RELAXED) >= e ||
-		    __atomic_load_n(&r->end, __ATOMIC_RELAXED) <= s ||
-		    (st & (MWR_COUNT_MASK | MWR_INVALID)))
-			continue;
-		if (!mwr_cas_state(r, &st, st | MWR_INVALID))
-			continue;	/* taken meanwhile */
-		rc->evictions++;
-		mwu_stat_add(MWU_ST_EVICTIONS, 1);
-		mwr_unlink_region(rc, r, &b);
-		n++;
+		if (__atomic_load_n(&r->start, __ATOMIC_RELAXED) < e &&
+		    __atomic_load_n(&r->end, __ATOMIC_RELAXED) > s)
+			n += evict_one(rc, r, &b);
 	}
 	mwr_batch_reclaim_f(rc, &b, 1);
 	return n;
