@@ -17,23 +17,8 @@ cluster_fail() {
 	return 1
 }
 
-# cluster_gid DEV IP: index of DEV's RoCE v2 GID for IPv4 address IP.
-cluster_gid() {
-	local want p g i
-	# shellcheck disable=SC2046,SC2183 # four octets
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$2" | tr . ' '))
-	p=/sys/class/infiniband/$1/ports/1
-	for _ in $(seq 100); do # the GID table fills in asynchronously
-		for g in "$p"/gids/*; do
-			i=${g##*/}
-			[ "$(cat "$g")" = "$want" ] &&
-				[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] &&
-				{ echo "$i"; return 0; }
-		done
-		sleep 0.1
-	done
-	return 1
-}
+# shellcheck source=vm/guest/gid.sh
+. "$MW_TOP/vm/guest/gid.sh"
 
 # cluster_up KEYDIR: bring this node up (MW_NODE is 0 or 1).
 cluster_up() {
@@ -57,7 +42,7 @@ cluster_up() {
 		cluster_fail "cannot load the Soft-RoCE modules" || return 1
 	[ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev "$nic" ||
 		cluster_fail "rdma link add rxe0 on $nic failed" || return 1
-	gid=$(cluster_gid rxe0 "$ip") || cluster_fail "no RoCE v2 GID for $ip on rxe0" || return 1
+	gid=$(rxe_gid_index rxe0 "$ip" 100) || cluster_fail "no RoCE v2 GID for $ip on rxe0" || return 1
 	# root's home: the host's /root is read-only here; ssh (client and
 	# server) take ~/.ssh from the password file, not $HOME.
 	mount -t tmpfs -o mode=700 tmpfs /root &&

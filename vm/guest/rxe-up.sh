@@ -35,25 +35,10 @@ fi
 [ -e /sys/class/infiniband/$R0 ] || rdma link add $R0 type rxe netdev $V0 || die "rdma link add $R0 failed"
 [ -e /sys/class/infiniband/$R1 ] || rdma link add $R1 type rxe netdev $V1 || die "rdma link add $R1 failed"
 
-# gid_index DEV IP: index of DEV's RoCE v2 GID for IPv4 address IP.
-gid_index() {
-	local want p g i
-	# shellcheck disable=SC2046,SC2183 # four octets
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$2" | tr . ' '))
-	p=/sys/class/infiniband/$1/ports/1
-	for _ in $(seq 50); do # the GID table fills in asynchronously
-		for g in "$p"/gids/*; do
-			i=${g##*/}
-			[ "$(cat "$g")" = "$want" ] &&
-				[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] &&
-				{ echo "$i"; return 0; }
-		done
-		sleep 0.1
-	done
-	return 1
-}
-g0=$(gid_index $R0 $IP0) || die "no RoCE v2 GID for $IP0 on $R0"
-g1=$(gid_index $R1 $IP1) || die "no RoCE v2 GID for $IP1 on $R1"
+# shellcheck source=vm/guest/gid.sh
+. "$(dirname "$0")/gid.sh"
+g0=$(rxe_gid_index $R0 $IP0 50) || die "no RoCE v2 GID for $IP0 on $R0"
+g1=$(rxe_gid_index $R1 $IP1 50) || die "no RoCE v2 GID for $IP1 on $R1"
 if [ "${1:-}" = --env ]; then
 	echo "MW_RXE0=$R0 MW_RXE1=$R1 MW_RXE0_IP=$IP0 MW_RXE1_IP=$IP1 MW_RXE0_GID=$g0 MW_RXE1_GID=$g1"
 else
