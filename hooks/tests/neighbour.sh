@@ -28,6 +28,16 @@ run() {	# cell env... -- program
 	case "$out" in ok*) ;; *) sed "s/^/#   /" "${TMPDIR:-/tmp}/nb.$$.err" | head -5 ;; esac
 }
 
+# our_env MODE: the environment that puts libmmuwatch in MODE.
+our_env() {
+	case $1 in
+	hooks) echo "MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1" ;;
+	none) echo "MMUWATCH_SOURCE=none MMUWATCH_LEAVE_PINNED=1" ;;
+	disabled) echo "MMUWATCH_HOOKS_DISABLE=1" ;;
+	kernel) echo "MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
+	esac
+}
+
 for v in $VERS; do
 	if [ "$v" = 113 ]; then dir=$U113; else dir=$U122; fi
 	for hm in bistro reloc; do
@@ -35,12 +45,7 @@ for v in $VERS; do
 			MW_UCX_DLOPEN=$dir/libucs.so.0 $T/nb_alone \
 			"control ucx-$v $hm (UCX alone)"
 		for mode in $MODES; do
-			case $mode in
-			hooks) our="MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1" ;;
-			none) our="MMUWATCH_SOURCE=none MMUWATCH_LEAVE_PINNED=1" ;;
-			disabled) our="MMUWATCH_HOOKS_DISABLE=1" ;;
-			kernel) our="MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
-			esac
+			our=$(our_env "$mode")
 			c="ucx-$v $hm $mode"
 			# shellcheck disable=SC2086
 			run "$c" $our $NB_EXTRA UCX_MEM_MMAP_HOOK_MODE=$hm \
@@ -67,12 +72,7 @@ if [ -x "$T/nbo_plain" ] && [ -e "$M" ]; then
 	run "control ompi" MW_OMPI_DLOPEN=$M $T/nbo_alone \
 		"control ompi-4.1 patcher (Open MPI alone)"
 	for mode in $MODES; do
-		case $mode in
-		hooks) our="MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1" ;;
-		none) our="MMUWATCH_SOURCE=none MMUWATCH_LEAVE_PINNED=1" ;;
-		disabled) our="MMUWATCH_HOOKS_DISABLE=1" ;;
-		kernel) our="MMUWATCH_SOURCE=kernel MMUWATCH_LEAVE_PINNED=1" ;;
-		esac
+		our=$(our_env "$mode")
 		c="ompi-4.1 patcher $mode"
 		# shellcheck disable=SC2086
 		run "$c" $our $NB_EXTRA $T/nbo_linked "$c linked-before-us"
