@@ -524,6 +524,7 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 	if (map == MAP_FAILED)
 		die("mapper mmap");
 	if (max) {
+		long maxw = sysfs_num(MW_PARAMS, "max_watches");
 		long mmc = sysfs_num(MW_PARAMS, "max_mm_contexts");
 		long ppc = sysfs_num(MW_PARAMS, "max_persistent");
 
@@ -559,8 +560,8 @@ static void dos_mapper(int f, long pages, long reps, int max, int rfd,
 			rest = 0;
 		per = rest / ctxs + 1;
 		/* one context holds at most max_watches words */
-		if (per > sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8) {
-			per = sysfs_num(MW_PARAMS, "max_watches") - 2 * pages - 8;
+		if (per > maxw - 2 * pages - 8) {
+			per = maxw - 2 * pages - 8;
 			rest = per * ctxs;
 		}
 		if (max & DOS_STACK) {
