@@ -9,9 +9,9 @@
 
 #include "hooks/alloc_int.h"
 
-MW_HIDDEN size_t (*mw_libc_usable_size)(void *);
-MW_HIDDEN int (*mw_libc_trim)(size_t);
-MW_HIDDEN int (*mw_libc_mallopt)(int, int);
+MWH_HIDDEN size_t (*mw_libc_usable_size)(void *);
+MWH_HIDDEN int (*mw_libc_trim)(size_t);
+MWH_HIDDEN int (*mw_libc_mallopt)(int, int);
 
 /* n bytes aligned to align (a power of two), zeroed when asked. */
 void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align, int zero)

@@ -114,8 +114,8 @@ struct mwh_arena {
 	struct mw_page *meta;
 };
 
-MW_HIDDEN extern struct mwh_arena mwh_arena;
-MW_HIDDEN extern __thread struct mw_heap *mw_tls_heap
+MWH_HIDDEN extern struct mwh_arena mwh_arena;
+MWH_HIDDEN extern __thread struct mw_heap *mw_tls_heap
 	__attribute__((tls_model("initial-exec")));
 
 static inline int mw_owns(const void *p)
@@ -173,8 +173,8 @@ static inline size_t mw_small_size(unsigned c)
 	       (size_t)(k % 8 + 1) * ((size_t)1 << (bit - 3));
 }
 
-MW_HIDDEN void *mw_malloc_slow(size_t n);
-MW_HIDDEN void mw_free_slow(void *p, struct mw_page *pg);
+MWH_HIDDEN void *mw_malloc_slow(size_t n);
+MWH_HIDDEN void mw_free_slow(void *p, struct mw_page *pg);
 
 /* Fast paths, inlined into the interposed symbols. */
 static inline void *mw_malloc_inline(size_t n)
@@ -241,21 +241,21 @@ static inline void mw_free_inline(void *p)
 }
 
 /* Name-shifted allocator (the mw_ names). */
-MW_HIDDEN void *mw_malloc(size_t n);
-MW_HIDDEN void mw_free(void *p);
-MW_HIDDEN void *mw_calloc(size_t n, size_t m);
-MW_HIDDEN void *mw_realloc(void *p, size_t n);
-MW_HIDDEN void *mw_memalign(size_t align, size_t n);
-MW_HIDDEN int mw_posix_memalign(void **out, size_t align, size_t n);
-MW_HIDDEN void *mw_aligned_alloc(size_t align, size_t n);
-MW_HIDDEN void *mw_valloc(size_t n);
-MW_HIDDEN void *mw_pvalloc(size_t n);
-MW_HIDDEN size_t mw_malloc_usable_size(void *p);
-MW_HIDDEN int mw_malloc_trim(size_t pad);
-MW_HIDDEN int mw_mallopt(int param, int value);
+MWH_HIDDEN void *mw_malloc(size_t n);
+MWH_HIDDEN void mw_free(void *p);
+MWH_HIDDEN void *mw_calloc(size_t n, size_t m);
+MWH_HIDDEN void *mw_realloc(void *p, size_t n);
+MWH_HIDDEN void *mw_memalign(size_t align, size_t n);
+MWH_HIDDEN int mw_posix_memalign(void **out, size_t align, size_t n);
+MWH_HIDDEN void *mw_aligned_alloc(size_t align, size_t n);
+MWH_HIDDEN void *mw_valloc(size_t n);
+MWH_HIDDEN void *mw_pvalloc(size_t n);
+MWH_HIDDEN size_t mw_malloc_usable_size(void *p);
+MWH_HIDDEN int mw_malloc_trim(size_t pad);
+MWH_HIDDEN int mw_mallopt(int param, int value);
 
 /* Reserve the region now (malloc-free); -1 when that is impossible. */
-MW_HIDDEN int mw_alloc_prepare(void);
+MWH_HIDDEN int mw_alloc_prepare(void);
 
 /* Allocator statistics (relaxed counters). */
 struct mw_alloc_stats {
@@ -267,13 +267,13 @@ struct mw_alloc_stats {
 	unsigned long peak_large;    /* the most ever in use at once */
 	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
 };
-MW_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
+MWH_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the
  * retention policy and releases the span (so the release path is seen). */
-MW_HIDDEN void mw_alloc_release_on_free(void *p);
+MWH_HIDDEN void mw_alloc_release_on_free(void *p);
 /* glibc fallbacks for pointers that are not ours (set by install). */
-MW_HIDDEN extern size_t (*mw_libc_usable_size)(void *);
-MW_HIDDEN extern int (*mw_libc_trim)(size_t);
-MW_HIDDEN extern int (*mw_libc_mallopt)(int, int);
+MWH_HIDDEN extern size_t (*mw_libc_usable_size)(void *);
+MWH_HIDDEN extern int (*mw_libc_trim)(size_t);
+MWH_HIDDEN extern int (*mw_libc_mallopt)(int, int);
 
 #endif /* MW_HOOKS_ALLOC_H */

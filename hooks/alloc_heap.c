@@ -26,7 +26,7 @@
 
 #define g mwh_g
 
-MW_HIDDEN __thread struct mw_heap *mw_tls_heap
+MWH_HIDDEN __thread struct mw_heap *mw_tls_heap
 	__attribute__((tls_model("initial-exec")));
 
 static void mwh_heap_destroy(void *arg);

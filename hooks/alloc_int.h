@@ -74,13 +74,13 @@ struct mwh_global {
 	atomic_ulong releases, released_bytes, lock_syscalls;
 	atomic_long inuse, peak; /* bytes of spans handed out */
 };
-MW_HIDDEN extern struct mwh_global mwh_g;
-MW_HIDDEN extern struct mw_page mwh_empty_page;
+MWH_HIDDEN extern struct mwh_global mwh_g;
+MWH_HIDDEN extern struct mw_page mwh_empty_page;
 
 /* g.lock with the owner known, so a syscall under it can be counted. */
-MW_HIDDEN void mwh_glock(void);
-MW_HIDDEN void mwh_gunlock(void);
-MW_HIDDEN void mwh_syscall_check(void);
+MWH_HIDDEN void mwh_glock(void);
+MWH_HIDDEN void mwh_gunlock(void);
+MWH_HIDDEN void mwh_syscall_check(void);
 
 /* Doubly linked lists through mw_page.next/prev (bins, avail lists). */
 static inline void mwh_bin_unlink(struct mw_page **bin, struct mw_page *s)
@@ -104,34 +104,34 @@ static inline void mwh_bin_push(struct mw_page **bin, struct mw_page *s)
 }
 
 /* alloc_span.c */
-MW_HIDDEN int mwh_reserve(void);
-MW_HIDDEN unsigned mwh_large_class(size_t units);
-MW_HIDDEN size_t mwh_large_units(unsigned c);
-MW_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);
-MW_HIDDEN void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release);
-MW_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
-MW_HIDDEN size_t mwh_retain_limit(void);
-MW_HIDDEN int mwh_trim_all(void);
+MWH_HIDDEN int mwh_reserve(void);
+MWH_HIDDEN unsigned mwh_large_class(size_t units);
+MWH_HIDDEN size_t mwh_large_units(unsigned c);
+MWH_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);
+MWH_HIDDEN void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release);
+MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
+MWH_HIDDEN size_t mwh_retain_limit(void);
+MWH_HIDDEN int mwh_trim_all(void);
 
 /* alloc_page.c (callers hold the heap's lock) */
-MW_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
-				     struct mw_page **spare);
-MW_HIDDEN void mwh_heap_unlock_put(struct mw_heap *h);
-MW_HIDDEN void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg,
-				    void *p);
-MW_HIDDEN void *mwh_block_start(struct mw_page *pg, void *p);
-MW_HIDDEN void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep);
-MW_HIDDEN void mwh_stacks_init(struct mw_heap *h);
-MW_HIDDEN void mwh_heap_flush(struct mw_heap *h);
-MW_HIDDEN void mwh_page_set_aligned(struct mw_page *pg);
+MWH_HIDDEN void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
+				      struct mw_page **spare);
+MWH_HIDDEN void mwh_heap_unlock_put(struct mw_heap *h);
+MWH_HIDDEN void mwh_small_free_local(struct mw_heap *h, struct mw_page *pg,
+				     void *p);
+MWH_HIDDEN void *mwh_block_start(struct mw_page *pg, void *p);
+MWH_HIDDEN void mwh_stack_flush(struct mw_heap *h, unsigned c, uint32_t keep);
+MWH_HIDDEN void mwh_stacks_init(struct mw_heap *h);
+MWH_HIDDEN void mwh_heap_flush(struct mw_heap *h);
+MWH_HIDDEN void mwh_page_set_aligned(struct mw_page *pg);
 
 /* alloc_heap.c */
-MW_HIDDEN int mwh_global_init(void);
-MW_HIDDEN struct mw_heap *mwh_heap_get(void);
+MWH_HIDDEN int mwh_global_init(void);
+MWH_HIDDEN struct mw_heap *mwh_heap_get(void);
 
 /* Allocator locks the calling thread holds (g.lock, its heap's lock):
  * mwh_syscall_check() counts a system call made while any is held. */
-MW_HIDDEN extern __thread int mwh_locks_held
+MWH_HIDDEN extern __thread int mwh_locks_held
 	__attribute__((tls_model("initial-exec")));
 
 static inline void mwh_heap_lock(struct mw_heap *h)
@@ -155,11 +155,11 @@ static inline struct mw_heap *mwh_heap(void)
 }
 
 /* alloc.c */
-MW_HIDDEN void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align,
-				int zero);
+MWH_HIDDEN void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align,
+				 int zero);
 /* alloc_free.c */
-MW_HIDDEN struct mw_page *mwh_large_span(struct mw_page *pg);
-MW_HIDDEN void mwh_foreign_flush(struct mw_heap *h);
-MW_HIDDEN void mwh_foreign_add(struct mw_heap *h, void *p);
+MWH_HIDDEN struct mw_page *mwh_large_span(struct mw_page *pg);
+MWH_HIDDEN void mwh_foreign_flush(struct mw_heap *h);
+MWH_HIDDEN void mwh_foreign_add(struct mw_heap *h, void *p);
 
 #endif /* MW_HOOKS_ALLOC_INT_H */

@@ -17,7 +17,7 @@
 
 #include "hooks/alloc_int.h"
 
-MW_HIDDEN struct mw_page mwh_empty_page = {.lo = MW_LO_NEVER};
+MWH_HIDDEN struct mw_page mwh_empty_page = {.lo = MW_LO_NEVER};
 
 /* The `used` count at which a full page is worth allocating from again. */
 static uint32_t mwh_full_lo(const struct mw_page *pg)

@@ -49,11 +49,11 @@
 /* metadata bytes for arena bytes: one entry per unit */
 #define MW_META_OF(len) (((len) >> MW_UNIT_SHIFT) * MW_META)
 
-MW_HIDDEN struct mwh_arena mwh_arena;
-MW_HIDDEN struct mwh_global mwh_g = {.retain_min = MW_RETAIN_MIN};
+MWH_HIDDEN struct mwh_arena mwh_arena;
+MWH_HIDDEN struct mwh_global mwh_g = {.retain_min = MW_RETAIN_MIN};
 #define g mwh_g
 
-MW_HIDDEN __thread int mwh_locks_held
+MWH_HIDDEN __thread int mwh_locks_held
 	__attribute__((tls_model("initial-exec")));
 
 void mwh_glock(void)

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define MW_HIDDEN __attribute__((visibility("hidden")))
+#define MWH_HIDDEN __attribute__((visibility("hidden")))
 
 /* What released the memory. */
 enum mw_release_kind {
@@ -41,19 +41,19 @@ typedef void (*mw_release_fn)(uintptr_t start, uintptr_t end,
  * (Deciding and installing never allocate; the self-test then allocates
  * and frees 4 MiB blocks through the installed malloc, by design. hooks/
  * also calls this from its own early constructor.) */
-MW_HIDDEN int mw_hooks_init(void);
-MW_HIDDEN int mw_hooks_active(void);
+MWH_HIDDEN int mw_hooks_init(void);
+MWH_HIDDEN int mw_hooks_active(void);
 /* MW_HOOKS_SUPPORT_* bits; 0 when not active. */
-MW_HIDDEN unsigned mw_hooks_support(void);
+MWH_HIDDEN unsigned mw_hooks_support(void);
 /* Human-readable reason for the install decision (static string). */
-MW_HIDDEN const char *mw_hooks_decision(void);
+MWH_HIDDEN const char *mw_hooks_decision(void);
 /* Number of threads found running at installation when that was more than
  * one (the library was loaded late, e.g. dlopen'ed by a threaded program):
  * libc's entry points were then not patched and FREE support is not
  * claimed. 0 for an installation at startup (or hooks inactive). */
-MW_HIDDEN int mw_hooks_installed_late(void);
+MWH_HIDDEN int mw_hooks_installed_late(void);
 /* One callback (the library core); NULL detaches. */
-MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
+MWH_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
 /*
  * Library loads through our dlopen/dlmopen wrappers (interpose.c): fn(1)
  * before the load starts, so before any constructor of the new objects
@@ -63,15 +63,15 @@ MW_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
  * callback (the library core); NULL detaches.
  */
 typedef void (*mw_load_fn)(int begin);
-MW_HIDDEN void mw_hooks_set_load_cb(mw_load_fn fn);
+MWH_HIDDEN void mw_hooks_set_load_cb(mw_load_fn fn);
 /*
  * Co-existence: bit i set when libc's function i (see mw_hooks_patch_name)
  * was found already patched by another library, or not starting with the
  * code we expect, so its libc-internal callers are not seen. A message says
  * so once on stderr. 0 when there is no conflict.
  */
-MW_HIDDEN unsigned mw_hooks_patch_conflicts(void);
-MW_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
+MWH_HIDDEN unsigned mw_hooks_patch_conflicts(void);
+MWH_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
 
 /*
  * Bypass detection (verify.c). Bits of the release paths whose hook was
@@ -89,11 +89,11 @@ MW_HIDDEN const char *mw_hooks_patch_name(unsigned bit);
 #define MW_HOOKS_LOST_SHMDT	(1U << 5)
 #define MW_HOOKS_LOST_LIBC	(1U << 6)	/* glibc-internal releases */
 #define MW_HOOKS_LOST_FREE	(1U << 7)	/* a foreign allocator's frees */
-MW_HIDDEN unsigned mw_hooks_check(void);
+MWH_HIDDEN unsigned mw_hooks_check(void);
 /* The same, but never skipped because another thread is checking: waits
  * for it, then checks (the check after a library load). */
-MW_HIDDEN unsigned mw_hooks_check_now(void);
+MWH_HIDDEN unsigned mw_hooks_check_now(void);
 /* Human-readable list of what was lost (static buffer, for the message). */
-MW_HIDDEN const char *mw_hooks_lost_what(void);
+MWH_HIDDEN const char *mw_hooks_lost_what(void);
 
 #endif /* MW_HOOKS_H */

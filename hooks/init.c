@@ -23,8 +23,8 @@ extern char **environ;
 /* glibc >= 2.32: false once the process ever created a thread */
 extern char __libc_single_threaded __attribute__((weak));
 
-MW_HIDDEN volatile int mw_alloc_mode;
-MW_HIDDEN volatile int mw_hooks_on;
+MWH_HIDDEN volatile int mw_alloc_mode;
+MWH_HIDDEN volatile int mw_hooks_on;
 
 static atomic_int decide_state;		/* 0 no, 1 running, 2 done */
 static int want_hooks, lp_asked;

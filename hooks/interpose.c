@@ -28,7 +28,7 @@
 #include "hooks/internal.h"
 #include "hooks/raw.h"
 
-#define MW_EXPORT __attribute__((visibility("default")))
+#define MWH_EXPORT __attribute__((visibility("default")))
 
 /* The hidden aliases at the end name the same functions without glibc's
  * nothrow/leaf declarations; and arguments glibc declares nonnull are still
@@ -53,7 +53,7 @@ extern void *__libc_valloc(size_t) __attribute__((weak));
 extern void *__libc_pvalloc(size_t) __attribute__((weak));
 extern void *__curbrk __attribute__((weak));
 
-MW_HIDDEN __thread unsigned mw_dl_depth
+MWH_HIDDEN __thread unsigned mw_dl_depth
 	__attribute__((tls_model("initial-exec")));
 
 static inline int mw_ours(void)
@@ -69,26 +69,26 @@ static inline int mw_ours(void)
 
 /* ---- allocator ------------------------------------------------------- */
 
-MW_EXPORT void *malloc(size_t n)
+MWH_EXPORT void *malloc(size_t n)
 {
 	if (mw_ours())
 		return mw_malloc_inline(n);
 	return __libc_malloc(n);
 }
 
-MW_EXPORT void free(void *p)
+MWH_EXPORT void free(void *p)
 {
 	mw_free_inline(p);
 }
 
-MW_EXPORT void *calloc(size_t n, size_t m)
+MWH_EXPORT void *calloc(size_t n, size_t m)
 {
 	if (mw_ours())
 		return mw_calloc(n, m);
 	return __libc_calloc(n, m);
 }
 
-MW_EXPORT void *realloc(void *p, size_t n)
+MWH_EXPORT void *realloc(void *p, size_t n)
 {
 	if (p && !mw_owns(p) && __libc_realloc)
 		return __libc_realloc(p, n);
@@ -97,19 +97,19 @@ MW_EXPORT void *realloc(void *p, size_t n)
 	return __libc_realloc(p, n);
 }
 
-MW_EXPORT void *memalign(size_t align, size_t n)
+MWH_EXPORT void *memalign(size_t align, size_t n)
 {
 	if (mw_ours())
 		return mw_memalign(align, n);
 	return __libc_memalign(align, n);
 }
 
-MW_EXPORT void *aligned_alloc(size_t align, size_t n)
+MWH_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	return memalign(align, n);
 }
 
-MW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+MWH_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	void *p;
 
@@ -124,14 +124,14 @@ MW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	return 0;
 }
 
-MW_EXPORT void *valloc(size_t n)
+MWH_EXPORT void *valloc(size_t n)
 {
 	if (mw_ours())
 		return mw_valloc(n);
 	return __libc_valloc(n);
 }
 
-MW_EXPORT void *pvalloc(size_t n)
+MWH_EXPORT void *pvalloc(size_t n)
 {
 	if (mw_ours())
 		return mw_pvalloc(n);
@@ -139,14 +139,14 @@ MW_EXPORT void *pvalloc(size_t n)
 }
 
 /* glibc's own versions are looked up lazily if asked before installation */
-MW_EXPORT size_t malloc_usable_size(void *p)
+MWH_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (p && !mw_owns(p) && !mw_libc_usable_size)
 		mw_libc_syms();
 	return mw_malloc_usable_size(p);
 }
 
-MW_EXPORT int malloc_trim(size_t pad)
+MWH_EXPORT int malloc_trim(size_t pad)
 {
 	if (!mw_libc_trim)
 		mw_libc_syms();
@@ -155,7 +155,7 @@ MW_EXPORT int malloc_trim(size_t pad)
 	return mw_libc_trim ? mw_libc_trim(pad) : 0;
 }
 
-MW_EXPORT int mallopt(int param, int value)
+MWH_EXPORT int mallopt(int param, int value)
 {
 	if (!mw_libc_mallopt)
 		mw_libc_syms();
@@ -198,7 +198,7 @@ static inline void mw_note(uintptr_t lo, uintptr_t hi, enum mw_release_kind k)
 		return r_;                                                    \
 	} while (0)
 
-MW_EXPORT int munmap(void *a, size_t n)
+MWH_EXPORT int munmap(void *a, size_t n)
 {
 	if (n && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MUNMAP);
@@ -218,7 +218,7 @@ static void *mw_mremap_next(void *old, size_t osz, size_t nsz, int flags,
 #undef CALL_ARGS
 }
 
-MW_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
+MWH_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 {
 	uintptr_t o = (uintptr_t)old, orl = MW_PGUP(osz), nrl = MW_PGUP(nsz);
 	void *na = NULL, *r;
@@ -266,7 +266,7 @@ static int mw_madv_releases(int adv)
 	       adv == MADV_DONTNEED_LOCKED;
 }
 
-MW_EXPORT int madvise(void *a, size_t n, int adv)
+MWH_EXPORT int madvise(void *a, size_t n, int adv)
 {
 	if (n && mw_madv_releases(adv) && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MADVISE);
@@ -289,7 +289,7 @@ static int mw_posix_madvise_raw(void *a, size_t n, int adv)
 	return mw_raw_failed(r) ? (int)-r : 0;
 }
 
-MW_EXPORT int posix_madvise(void *a, size_t n, int adv)
+MWH_EXPORT int posix_madvise(void *a, size_t n, int adv)
 {
 	if (adv == POSIX_MADV_DONTNEED && n && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
@@ -300,7 +300,7 @@ MW_EXPORT int posix_madvise(void *a, size_t n, int adv)
 #undef CALL_ARGS
 }
 
-MW_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+MWH_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
 	if (off & (off_t)(MW_PG - 1)) {
 		errno = EINVAL;
@@ -335,7 +335,7 @@ static int mw_brk_raw(void *a)
 	return 0;
 }
 
-MW_EXPORT int brk(void *a)
+MWH_EXPORT int brk(void *a)
 {
 	uintptr_t cur = (uintptr_t)mw_raw(SYS_brk, 0, 0, 0);
 
@@ -346,7 +346,7 @@ MW_EXPORT int brk(void *a)
 #undef CALL_ARGS
 }
 
-MW_EXPORT void *sbrk(intptr_t inc)
+MWH_EXPORT void *sbrk(intptr_t inc)
 {
 	void **cb = mw_curbrk();
 	uintptr_t old;
@@ -437,7 +437,7 @@ done:
 	return end_prev - a;
 }
 
-MW_EXPORT int shmdt(const void *a)
+MWH_EXPORT int shmdt(const void *a)
 {
 	if (mw_hooks_on && a && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + mw_mapping_len((uintptr_t)a),
@@ -448,7 +448,7 @@ MW_EXPORT int shmdt(const void *a)
 #undef CALL_ARGS
 }
 
-MW_EXPORT void *shmat(int id, const void *a, int flags)
+MWH_EXPORT void *shmat(int id, const void *a, int flags)
 {
 	if (mw_hooks_on && (flags & SHM_REMAP) && a) {
 		struct shmid_ds ds;
@@ -475,8 +475,8 @@ MW_EXPORT void *shmat(int id, const void *a, int flags)
  * the first constructor until it verified them after the load (the window
  * the periodic check alone would leave open until our next call).
  */
-MW_HIDDEN void *(*mw_libc_dlopen)(const char *, int);
-MW_HIDDEN void *(*mw_libc_dlmopen)(long, const char *, int);
+MWH_HIDDEN void *(*mw_libc_dlopen)(const char *, int);
+MWH_HIDDEN void *(*mw_libc_dlmopen)(long, const char *, int);
 static _Atomic(mw_load_fn) load_cb;
 
 void mw_hooks_set_load_cb(mw_load_fn fn)

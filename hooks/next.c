@@ -25,7 +25,7 @@
 
 extern char **environ;
 
-MW_HIDDEN __thread unsigned mw_chain_depth
+MWH_HIDDEN __thread unsigned mw_chain_depth
 	__attribute__((tls_model("initial-exec")));
 
 static const char *const names[MW_FN_NR] = {

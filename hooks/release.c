@@ -14,7 +14,7 @@ static atomic_ulong release_count;
 static atomic_uintptr_t watch_lo, watch_hi;
 static atomic_ulong watch_hits;
 /* verify.c's probes: count, but the core is not told (scratch memory) */
-MW_HIDDEN __thread int mw_release_probing
+MWH_HIDDEN __thread int mw_release_probing
 	__attribute__((tls_model("initial-exec")));
 
 void mw_hooks_set_release_cb(mw_release_fn fn)

@@ -64,42 +64,42 @@ struct mwh_share_desc {
 /* Switch sharing on for the not yet used part of the arena. 0 when on
  * (already or now), else -errno (no allocator arena, memfd refused...).
  * Thread-safe; the first call decides. */
-MW_HIDDEN int mwh_share_enable(void);
-MW_HIDDEN int mwh_share_on(void);
+MWH_HIDDEN int mwh_share_enable(void);
+MWH_HIDDEN int mwh_share_on(void);
 /* At the allocator's set-up: enable when MMUWATCH_SHAREABLE_HEAP=1. */
-MW_HIDDEN void mwh_share_env_init(void);
+MWH_HIDDEN void mwh_share_env_init(void);
 /* The owner's two fds (valid while sharing is on), -1 when off. */
-MW_HIDDEN int mwh_share_fds(int *data_fd, int *ctl_fd);
+MWH_HIDDEN int mwh_share_fds(int *data_fd, int *ctl_fd);
 /* [p, p + n) inside one live large block in the shared part: fill d,
  * return 0; else -ENOENT (the caller uses another path, never guesses). */
-MW_HIDDEN int mwh_share_describe(const void *p, size_t n,
-				 struct mwh_share_desc *d);
+MWH_HIDDEN int mwh_share_describe(const void *p, size_t n,
+				  struct mwh_share_desc *d);
 /* Statistics: owner waits for busy peers, and waits that timed out. */
-MW_HIDDEN void mwh_share_stats(unsigned long *waits, unsigned long *timeouts);
+MWH_HIDDEN void mwh_share_stats(unsigned long *waits, unsigned long *timeouts);
 /* Test only: 1 makes the owner skip the generation bump and the wait (the
  * oracle's negative control: invalidation off). */
-MW_HIDDEN void mwh_share_test_noinval(int on);
+MWH_HIDDEN void mwh_share_test_noinval(int on);
 /* Test only: 1 makes fork() leave the child sharing the parent's heap
  * (the fork test's negative control). */
-MW_HIDDEN void mwh_share_test_nofork(int on);
+MWH_HIDDEN void mwh_share_test_nofork(int on);
 
 /* The allocator's span paths (alloc_span.c, release.c); cheap when off. */
-MW_HIDDEN void mwh_share_span_freed(uintptr_t lo, size_t len);
+MWH_HIDDEN void mwh_share_span_freed(uintptr_t lo, size_t len);
 /* 0, or -1: the span is quarantined (a peer never left a copy of it):
  * the caller must not use it, and leaks it. */
-MW_HIDDEN int mwh_share_span_reused(uintptr_t lo, size_t len);
+MWH_HIDDEN int mwh_share_span_reused(uintptr_t lo, size_t len);
 /* Before the pages go back to the OS; returns the madvise advice to use
  * (MADV_REMOVE frees a shared span's file pages, DONTNEED would not). */
-MW_HIDDEN int mwh_share_span_released(uintptr_t lo, size_t len);
-MW_HIDDEN void mwh_share_foreign(uintptr_t lo, uintptr_t hi,
-				 enum mw_release_kind kind);
+MWH_HIDDEN int mwh_share_span_released(uintptr_t lo, size_t len);
+MWH_HIDDEN void mwh_share_foreign(uintptr_t lo, uintptr_t hi,
+				  enum mw_release_kind kind);
 /* Bump pointer hand-outs wait while sharing is being switched on. */
-MW_HIDDEN void mwh_share_bump_gate(void);
+MWH_HIDDEN void mwh_share_bump_gate(void);
 /* A span just made from the bump pointer: one-unit spans go private. */
-MW_HIDDEN int mwh_share_span_fresh(uintptr_t lo, size_t units);
+MWH_HIDDEN int mwh_share_span_fresh(uintptr_t lo, size_t units);
 /* fork: the child makes its own copy of the shared part (alloc_heap.c). */
-MW_HIDDEN void mwh_share_atfork_prepare(void);
-MW_HIDDEN void mwh_share_atfork_parent(void);
-MW_HIDDEN void mwh_share_atfork_child(void);
+MWH_HIDDEN void mwh_share_atfork_prepare(void);
+MWH_HIDDEN void mwh_share_atfork_parent(void);
+MWH_HIDDEN void mwh_share_atfork_child(void);
 
 #endif /* MW_HOOKS_SHARE_H */

@@ -29,7 +29,7 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 }
 #endif
 
-static int mw_shm_alloc(struct mw_shm *shm, size_t bytes)
+static int mmuwatch_shm_alloc(struct mmuwatch_shm *shm, size_t bytes)
 {
 	unsigned int i, n = DIV_ROUND_UP(bytes, PAGE_SIZE);
 
@@ -54,7 +54,7 @@ fail:
 }
 
 /* User mappings hold their own page references; these pages outlive us. */
-static void mw_shm_free(struct mw_shm *shm)
+static void mmuwatch_shm_free(struct mmuwatch_shm *shm)
 {
 	if (!shm->pages)
 		return;
@@ -65,9 +65,9 @@ static void mw_shm_free(struct mw_shm *shm)
 	shm->pages = NULL;
 }
 
-struct mw_ctx *mw_ctx_create(void)
+struct mmuwatch_ctx *mmuwatch_ctx_create(void)
 {
-	struct mw_ctx *ctx;
+	struct mmuwatch_ctx *ctx;
 	int ret;
 
 	if (!current->mm)
@@ -75,24 +75,24 @@ struct mw_ctx *mw_ctx_create(void)
 	ctx = kzalloc(sizeof(*ctx), MW_GFP);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
-	ctx->user = mw_user_get();
+	ctx->user = mmuwatch_user_get();
 	if (!ctx->user) {
 		kfree(ctx);
 		return ERR_PTR(-ENOMEM);
 	}
 	/* Root is limited too, unless the administrator said otherwise. */
-	ctx->exempt = READ_ONCE(mw_root_exempt) && capable(CAP_SYS_ADMIN);
-	if (mw_user_charge(ctx, MW_U_CONTEXTS, 1, true)) {
-		mw_user_put(ctx->user);
+	ctx->exempt = READ_ONCE(mmuwatch_root_exempt) && capable(CAP_SYS_ADMIN);
+	if (mmuwatch_user_charge(ctx, MW_U_CONTEXTS, 1, true)) {
+		mmuwatch_user_put(ctx->user);
 		kfree(ctx);
 		/* Like inotify_init() at max_user_instances. */
 		return ERR_PTR(-EMFILE);
 	}
 	ctx->mm = current->mm;
-	ret = mw_user_mm_enter(ctx);
+	ret = mmuwatch_user_mm_enter(ctx);
 	if (ret) {
-		mw_user_uncharge(ctx, MW_U_CONTEXTS, 1);
-		mw_user_put(ctx->user);
+		mmuwatch_user_uncharge(ctx, MW_U_CONTEXTS, 1);
+		mmuwatch_user_put(ctx->user);
 		kfree(ctx);
 		return ERR_PTR(ret);
 	}
@@ -105,65 +105,65 @@ struct mw_ctx *mw_ctx_create(void)
 	ctx->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&ctx->persist);
 	atomic64_set(&ctx->nr_filtered, 0);
-	atomic_long_inc(&mw_nr_contexts);
+	atomic_long_inc(&mmuwatch_nr_contexts);
 	return ctx;
 }
 
-void mw_ctx_destroy(struct mw_ctx *ctx)
+void mmuwatch_ctx_destroy(struct mmuwatch_ctx *ctx)
 {
-	mw_watches_release(ctx);
-	mw_shm_free(&ctx->ring_shm);
-	mw_shm_free(&ctx->words_shm);
+	mmuwatch_watches_release(ctx);
+	mmuwatch_shm_free(&ctx->ring_shm);
+	mmuwatch_shm_free(&ctx->words_shm);
 	kvfree(ctx->slots);
 	kvfree(ctx->free_slots);
-	mw_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
-	mw_user_uncharge(ctx, MW_U_CONTEXTS, 1);
-	mw_user_mm_leave(ctx);
-	mw_user_put(ctx->user);
+	mmuwatch_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
+	mmuwatch_user_uncharge(ctx, MW_U_CONTEXTS, 1);
+	mmuwatch_user_mm_leave(ctx);
+	mmuwatch_user_put(ctx->user);
 	put_pid(ctx->owner);
 	mmdrop(ctx->mm);
 	mutex_destroy(&ctx->setup_lock);
 	mutex_destroy(&ctx->read_lock);
 	kfree(ctx);
-	atomic_long_dec(&mw_nr_contexts);
+	atomic_long_dec(&mmuwatch_nr_contexts);
 }
 
 /* Largest ring SETUP accepts: the parameter rounded down to a power of 2. */
-static u32 mw_ring_cap(void)
+static u32 mmuwatch_ring_cap(void)
 {
-	return rounddown_pow_of_two(READ_ONCE(mw_max_ring_entries));
+	return rounddown_pow_of_two(READ_ONCE(mmuwatch_max_ring_entries));
 }
 
 /*
  * Everything SETUP allocates for a context, in KiB: the ring and word
  * pages plus the kernel's slot arrays. Charged to the user up front.
  */
-static unsigned long mw_setup_kb(u32 ring_entries, u32 nr_words)
+static unsigned long mmuwatch_setup_kb(u32 ring_entries, u32 nr_words)
 {
 	size_t ring = PAGE_ALIGN(MW_RING_EVENTS_OFF + (size_t)ring_entries *
 				 sizeof(struct mmuwatch_event));
 	size_t words = PAGE_ALIGN((size_t)nr_words * sizeof(u64));
-	size_t slots = (size_t)nr_words * (sizeof(struct mw_watch *) +
+	size_t slots = (size_t)nr_words * (sizeof(struct mmuwatch_watch *) +
 					   sizeof(u32));
 
 	return DIV_ROUND_UP(ring + words + slots, 1024);
 }
 
-int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
+int mmuwatch_ctx_setup(struct mmuwatch_ctx *ctx, u32 ring_entries, u32 nr_words)
 {
-	u32 max_words = READ_ONCE(mw_max_watches);
-	u32 max_ring = mw_ring_cap();
+	u32 max_words = READ_ONCE(mmuwatch_max_watches);
+	u32 max_ring = mmuwatch_ring_cap();
 	unsigned long kb;
 	u32 i;
 	int ret;
 
 	if (!nr_words)
-		nr_words = min(READ_ONCE(mw_default_watches), max_words);
+		nr_words = min(READ_ONCE(mmuwatch_default_watches), max_words);
 	else if (nr_words > max_words)
 		return -EINVAL;
 	if (!ring_entries)
 		ring_entries = min_t(u32, max_ring,
-				     roundup_pow_of_two(READ_ONCE(mw_default_ring_entries)));
+				     roundup_pow_of_two(READ_ONCE(mmuwatch_default_ring_entries)));
 	else if (ring_entries > max_ring)
 		return -EINVAL;
 	ring_entries = roundup_pow_of_two(ring_entries);
@@ -172,8 +172,8 @@ int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 	ret = -EBUSY;
 	if (ctx->ready)
 		goto out;
-	kb = mw_setup_kb(ring_entries, nr_words);
-	ret = mw_user_charge(ctx, MW_U_MEMORY_KB, kb, true);
+	kb = mmuwatch_setup_kb(ring_entries, nr_words);
+	ret = mmuwatch_user_charge(ctx, MW_U_MEMORY_KB, kb, true);
 	if (ret)
 		goto out;
 	ctx->charged_kb = kb;
@@ -184,10 +184,11 @@ int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 					 MW_GFP);
 	if (!ctx->slots || !ctx->free_slots)
 		goto fail;
-	ret = mw_shm_alloc(&ctx->words_shm, (size_t)nr_words * sizeof(u64));
+	ret = mmuwatch_shm_alloc(&ctx->words_shm,
+				 (size_t)nr_words * sizeof(u64));
 	if (ret)
 		goto fail;
-	ret = mw_shm_alloc(&ctx->ring_shm, MW_RING_EVENTS_OFF +
+	ret = mmuwatch_shm_alloc(&ctx->ring_shm, MW_RING_EVENTS_OFF +
 			   (size_t)ring_entries * sizeof(struct mmuwatch_event));
 	if (ret)
 		goto fail;
@@ -210,13 +211,13 @@ int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words)
 	ret = 0;
 	goto out;
 fail:
-	mw_shm_free(&ctx->words_shm);
-	mw_shm_free(&ctx->ring_shm);
+	mmuwatch_shm_free(&ctx->words_shm);
+	mmuwatch_shm_free(&ctx->ring_shm);
 	kvfree(ctx->slots);
 	kvfree(ctx->free_slots);
 	ctx->slots = NULL;
 	ctx->free_slots = NULL;
-	mw_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
+	mmuwatch_user_uncharge(ctx, MW_U_MEMORY_KB, ctx->charged_kb);
 	ctx->charged_kb = 0;
 out:
 	mutex_unlock(&ctx->setup_lock);
@@ -224,29 +225,29 @@ out:
 }
 
 /* The first WATCH or mmap sets the context up with the defaults. */
-int mw_ctx_ensure_ready(struct mw_ctx *ctx)
+int mmuwatch_ctx_ensure_ready(struct mmuwatch_ctx *ctx)
 {
 	int ret;
 
-	if (mw_ctx_ready(ctx))
+	if (mmuwatch_ctx_ready(ctx))
 		return 0;
-	ret = mw_ctx_setup(ctx, 0, 0);
+	ret = mmuwatch_ctx_setup(ctx, 0, 0);
 	return ret == -EBUSY ? 0 : ret;
 }
 
-void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info)
+void mmuwatch_ctx_info(struct mmuwatch_ctx *ctx, struct mmuwatch_info *info)
 {
-	bool ready = mw_ctx_ready(ctx);
+	bool ready = mmuwatch_ctx_ready(ctx);
 
 	memset(info, 0, sizeof(*info));
 	info->abi_version = MMUWATCH_ABI_VERSION;
 	info->features = MMUWATCH_FEAT_BATCH | MMUWATCH_FEAT_RING |
 			 MMUWATCH_FEAT_FDINFO;
-	if (READ_ONCE(mw_max_persistent))
+	if (READ_ONCE(mmuwatch_max_persistent))
 		info->features |= MMUWATCH_FEAT_PERSISTENT;
-	info->max_watches = ready ? ctx->nr_words : READ_ONCE(mw_max_watches);
-	info->max_ring_entries = mw_ring_cap();
-	info->max_batch = READ_ONCE(mw_max_batch);
+	info->max_watches = ready ? ctx->nr_words : READ_ONCE(mmuwatch_max_watches);
+	info->max_ring_entries = mmuwatch_ring_cap();
+	info->max_batch = READ_ONCE(mmuwatch_max_batch);
 	info->event_size = sizeof(struct mmuwatch_event);
 	info->word_size = sizeof(__u64);
 	info->ring_events_offset = MW_RING_EVENTS_OFF;
@@ -263,10 +264,10 @@ void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info)
  * space zapped them (MADV_DONTNEED). The vma pins the file, so the
  * context and its pages are alive here.
  */
-static vm_fault_t mw_vm_fault(struct vm_fault *vmf)
+static vm_fault_t mmuwatch_vm_fault(struct vm_fault *vmf)
 {
-	struct mw_ctx *ctx = vmf->vma->vm_file->private_data;
-	struct mw_shm *shm = &ctx->ring_shm;
+	struct mmuwatch_ctx *ctx = vmf->vma->vm_file->private_data;
+	struct mmuwatch_shm *shm = &ctx->ring_shm;
 	pgoff_t idx = vmf->pgoff;
 
 	if (idx >= MMUWATCH_MMAP_WORDS >> PAGE_SHIFT) {
@@ -280,15 +281,15 @@ static vm_fault_t mw_vm_fault(struct vm_fault *vmf)
 	return 0;
 }
 
-static const struct vm_operations_struct mw_vm_ops = {
-	.fault = mw_vm_fault,
+static const struct vm_operations_struct mmuwatch_vm_ops = {
+	.fault = mmuwatch_vm_fault,
 };
 
-int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma)
+int mmuwatch_ctx_mmap(struct mmuwatch_ctx *ctx, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
 	unsigned long i, n = len >> PAGE_SHIFT;
-	struct mw_shm *shm;
+	struct mmuwatch_shm *shm;
 	int ret;
 
 	if (vma->vm_mm != ctx->mm)
@@ -311,7 +312,7 @@ int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma)
 	 * The mmap lock is held for writing here: never allocate the shared
 	 * objects under it. SETUP (or the first WATCH) allocates them.
 	 */
-	if (!mw_ctx_ready(ctx))
+	if (!mmuwatch_ctx_ready(ctx))
 		return -EINVAL;
 	if (n > shm->nr_pages)
 		return -EINVAL;
@@ -321,7 +322,7 @@ int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma)
 	 * the parent's: EBADFD there anyway).
 	 */
 	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
-	vma->vm_ops = &mw_vm_ops;
+	vma->vm_ops = &mmuwatch_vm_ops;
 	for (i = 0; i < n; i++) {
 		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
 				     shm->pages[i]);

@@ -18,9 +18,9 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-static int mw_open(struct inode *inode, struct file *file)
+static int mmuwatch_open(struct inode *inode, struct file *file)
 {
-	struct mw_ctx *ctx = mw_ctx_create();
+	struct mmuwatch_ctx *ctx = mmuwatch_ctx_create();
 
 	if (IS_ERR(ctx))
 		return PTR_ERR(ctx);
@@ -28,21 +28,21 @@ static int mw_open(struct inode *inode, struct file *file)
 	return stream_open(inode, file);
 }
 
-static int mw_release(struct inode *inode, struct file *file)
+static int mmuwatch_release(struct inode *inode, struct file *file)
 {
-	mw_ctx_destroy(file->private_data);
+	mmuwatch_ctx_destroy(file->private_data);
 	return 0;
 }
 
-static long mw_ioc_info(struct mw_ctx *ctx, void __user *arg)
+static long mmuwatch_ioc_info(struct mmuwatch_ctx *ctx, void __user *arg)
 {
 	struct mmuwatch_info info;
 
-	mw_ctx_info(ctx, &info);
+	mmuwatch_ctx_info(ctx, &info);
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
-static long mw_ioc_setup(struct mw_ctx *ctx, void __user *arg)
+static long mmuwatch_ioc_setup(struct mmuwatch_ctx *ctx, void __user *arg)
 {
 	struct mmuwatch_setup s;
 
@@ -50,11 +50,12 @@ static long mw_ioc_setup(struct mw_ctx *ctx, void __user *arg)
 		return -EFAULT;
 	if (s.flags || s.reserved)
 		return -EINVAL;
-	return mw_ctx_setup(ctx, s.ring_entries, s.nr_words);
+	return mmuwatch_ctx_setup(ctx, s.ring_entries, s.nr_words);
 }
 
 /* Watch one range and report slot/token; undo if they cannot be reported. */
-static int mw_watch_user(struct mw_ctx *ctx, struct mmuwatch_range __user *ur)
+static int mmuwatch_watch_user(struct mmuwatch_ctx *ctx,
+			       struct mmuwatch_range __user *ur)
 {
 	struct mmuwatch_range r;
 	struct mmuwatch_unwatch u = { 0 };
@@ -62,30 +63,31 @@ static int mw_watch_user(struct mw_ctx *ctx, struct mmuwatch_range __user *ur)
 
 	if (copy_from_user(&r, ur, sizeof(r)))
 		return -EFAULT;
-	ret = mw_watch_one(ctx, &r);
+	ret = mmuwatch_watch_one(ctx, &r);
 	if (ret)
 		return ret;
 	if (put_user(r.slot, &ur->slot) || put_user(r.token, &ur->token)) {
 		u.slot = r.slot;
 		u.token = r.token;
-		mw_unwatch_one(ctx, &u);
+		mmuwatch_unwatch_one(ctx, &u);
 		return -EFAULT;
 	}
 	return 0;
 }
 
-static int mw_unwatch_user(struct mw_ctx *ctx,
-			   struct mmuwatch_unwatch __user *uu)
+static int mmuwatch_unwatch_user(struct mmuwatch_ctx *ctx,
+				 struct mmuwatch_unwatch __user *uu)
 {
 	struct mmuwatch_unwatch u;
 
 	if (copy_from_user(&u, uu, sizeof(u)))
 		return -EFAULT;
-	return mw_unwatch_one(ctx, &u);
+	return mmuwatch_unwatch_one(ctx, &u);
 }
 
-static long mw_ioc_batch(struct mw_ctx *ctx, struct mmuwatch_batch __user *ub,
-			 bool watch)
+static long mmuwatch_ioc_batch(struct mmuwatch_ctx *ctx,
+			       struct mmuwatch_batch __user *ub,
+			       bool watch)
 {
 	struct mmuwatch_batch b;
 	u32 i;
@@ -95,14 +97,16 @@ static long mw_ioc_batch(struct mw_ctx *ctx, struct mmuwatch_batch __user *ub,
 		return -EFAULT;
 	if (b.flags || b.reserved || !b.count)
 		return -EINVAL;
-	if (b.count > READ_ONCE(mw_max_batch))
+	if (b.count > READ_ONCE(mmuwatch_max_batch))
 		return -E2BIG;
 	for (i = 0; i < b.count; i++) {
 		if (watch)
-			ret = mw_watch_user(ctx, (struct mmuwatch_range __user *)
+			ret = mmuwatch_watch_user(ctx,
+						  (struct mmuwatch_range __user *)
 					    u64_to_user_ptr(b.ptr) + i);
 		else
-			ret = mw_unwatch_user(ctx, (struct mmuwatch_unwatch __user *)
+			ret = mmuwatch_unwatch_user(ctx,
+						    (struct mmuwatch_unwatch __user *)
 					      u64_to_user_ptr(b.ptr) + i);
 		if (ret)
 			break;
@@ -117,9 +121,10 @@ static long mw_ioc_batch(struct mw_ctx *ctx, struct mmuwatch_batch __user *ub,
 	return ret;
 }
 
-static long mw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static long mmuwatch_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
 {
-	struct mw_ctx *ctx = file->private_data;
+	struct mmuwatch_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
 	/* The context belongs to the opener's mm (not to a forked child). */
@@ -128,84 +133,84 @@ static long mw_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case MMUWATCH_IOC_INFO:
-		return mw_ioc_info(ctx, uarg);
+		return mmuwatch_ioc_info(ctx, uarg);
 	case MMUWATCH_IOC_SETUP:
-		return mw_ioc_setup(ctx, uarg);
+		return mmuwatch_ioc_setup(ctx, uarg);
 	case MMUWATCH_IOC_WATCH:
-		return mw_watch_user(ctx, uarg);
+		return mmuwatch_watch_user(ctx, uarg);
 	case MMUWATCH_IOC_WATCH_BATCH:
-		return mw_ioc_batch(ctx, uarg, true);
+		return mmuwatch_ioc_batch(ctx, uarg, true);
 	case MMUWATCH_IOC_UNWATCH:
-		return mw_unwatch_user(ctx, uarg);
+		return mmuwatch_unwatch_user(ctx, uarg);
 	case MMUWATCH_IOC_UNWATCH_BATCH:
-		return mw_ioc_batch(ctx, uarg, false);
+		return mmuwatch_ioc_batch(ctx, uarg, false);
 	case MMUWATCH_IOC_RESET_OVERFLOW:
-		return put_user(mw_ring_reset_overflow(ctx),
+		return put_user(mmuwatch_ring_reset_overflow(ctx),
 				(__u64 __user *)uarg) ? -EFAULT : 0;
 	default:
 		return -ENOTTY;
 	}
 }
 
-static int mw_mmap(struct file *file, struct vm_area_struct *vma)
+static int mmuwatch_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	return mw_ctx_mmap(file->private_data, vma);
+	return mmuwatch_ctx_mmap(file->private_data, vma);
 }
 
-static ssize_t mw_read(struct file *file, char __user *buf, size_t count,
-		       loff_t *ppos)
+static ssize_t mmuwatch_read(struct file *file, char __user *buf, size_t count,
+			     loff_t *ppos)
 {
-	return mw_ring_read(file->private_data, buf, count,
+	return mmuwatch_ring_read(file->private_data, buf, count,
 			   file->f_flags & O_NONBLOCK);
 }
 
-static __poll_t mw_poll(struct file *file, struct poll_table_struct *wait)
+static __poll_t mmuwatch_poll(struct file *file, struct poll_table_struct *wait)
 {
-	struct mw_ctx *ctx = file->private_data;
+	struct mmuwatch_ctx *ctx = file->private_data;
 
 	poll_wait(file, &ctx->wq, wait);
 	/*
 	 * The caller's tail store (mapped ring) and our queueing on ctx->wq
 	 * before the check of head: pairs with the barrier in
-	 * mw_ring_push() and the one in wq_has_sleeper(), as
+	 * mmuwatch_ring_push() and the one in wq_has_sleeper(), as
 	 * sock_poll_wait() does for sockets.
 	 */
 	smp_mb();
-	return mw_ring_poll(ctx);
+	return mmuwatch_ring_poll(ctx);
 }
 
-static const struct file_operations mw_fops = {
+static const struct file_operations mmuwatch_fops = {
 	.owner = THIS_MODULE,
-	.open = mw_open,
-	.release = mw_release,
-	.unlocked_ioctl = mw_ioctl,
+	.open = mmuwatch_open,
+	.release = mmuwatch_release,
+	.unlocked_ioctl = mmuwatch_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.mmap = mw_mmap,
-	.read = mw_read,
-	.poll = mw_poll,
-	.show_fdinfo = mw_show_fdinfo,
+	.mmap = mmuwatch_mmap,
+	.read = mmuwatch_read,
+	.poll = mmuwatch_poll,
+	.show_fdinfo = mmuwatch_show_fdinfo,
 };
 
-static struct miscdevice mw_misc = {
+static struct miscdevice mmuwatch_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "mmuwatch",
-	.fops = &mw_fops,
+	.fops = &mmuwatch_fops,
 	.mode = 0666,	/* any user: a context only watches its opener's mm */
 };
 
-static int __init mw_init(void)
+static int __init mmuwatch_init(void)
 {
 	int ret;
 
-	mw_watch_cache = kmem_cache_create("mmuwatch_watch",
-					   sizeof(struct mw_watch), 0,
+	mmuwatch_watch_cache = kmem_cache_create("mmuwatch_watch",
+						 sizeof(struct mmuwatch_watch), 0,
 					   SLAB_ACCOUNT, NULL);
-	if (!mw_watch_cache)
+	if (!mmuwatch_watch_cache)
 		return -ENOMEM;
-	ret = mw_sysfs_init();
+	ret = mmuwatch_sysfs_init();
 	if (ret)
 		goto err_cache;
-	ret = misc_register(&mw_misc);
+	ret = misc_register(&mmuwatch_misc);
 	if (ret)
 		goto err_sysfs;
 	pr_info("mmuwatch %s loaded (abi %d)\n", MW_MODULE_VERSION,
@@ -213,22 +218,22 @@ static int __init mw_init(void)
 	return 0;
 
 err_sysfs:
-	mw_sysfs_exit();
+	mmuwatch_sysfs_exit();
 err_cache:
-	kmem_cache_destroy(mw_watch_cache);
+	kmem_cache_destroy(mmuwatch_watch_cache);
 	return ret;
 }
 
-static void __exit mw_exit(void)
+static void __exit mmuwatch_exit(void)
 {
-	misc_deregister(&mw_misc);
-	mw_sysfs_exit();
+	misc_deregister(&mmuwatch_misc);
+	mmuwatch_sysfs_exit();
 	/* Every context is gone: the fops hold the module. */
-	kmem_cache_destroy(mw_watch_cache);
+	kmem_cache_destroy(mmuwatch_watch_cache);
 }
 
-module_init(mw_init);
-module_exit(mw_exit);
+module_init(mmuwatch_init);
+module_exit(mmuwatch_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_VERSION(MW_MODULE_VERSION);

@@ -44,12 +44,12 @@
 #define MW_RING_TAIL_BAD	0
 
 /* Watch life cycle; every transition happens under ctx->lock. */
-enum mw_state {
+enum mmuwatch_state {
 	MW_W_NEW,	/* being inserted by WATCH, word not yet published */
 	MW_W_ACTIVE,	/* word == token */
 };
 
-struct mw_ctx;
+struct mmuwatch_ctx;
 
 /*
  * A watch is a node of its context's interval tree (one-shot) or list
@@ -58,7 +58,7 @@ struct mw_ctx;
  * with the number of notifiers a user inserts, and a watch dies, and its
  * slot frees, inside the callback that kills it (no deferred removal).
  */
-struct mw_watch {
+struct mmuwatch_watch {
 	struct rb_node rb;		/* ctx->tree (one-shot) */
 	struct list_head node;		/* ctx->persist (persistent) */
 	unsigned long start;		/* page aligned */
@@ -67,7 +67,7 @@ struct mw_watch {
 	u64 cookie;
 	u64 token;
 	u32 slot;
-	enum mw_state state;
+	enum mmuwatch_state state;
 	bool persistent;		/* MMUWATCH_WATCH_F_PERSISTENT */
 	bool raced;			/* invalidated while NEW */
 };
@@ -77,7 +77,7 @@ struct mw_watch {
  * reference on the entry of the effective uid that opened it, and charges
  * its contexts, watches, persistent watches and setup memory there.
  */
-enum mw_ulimit {
+enum mmuwatch_ulimit {
 	MW_U_CONTEXTS,
 	MW_U_WATCHES,
 	MW_U_PERSISTENT,
@@ -85,19 +85,19 @@ enum mw_ulimit {
 	MW_U_NR
 };
 
-struct mw_user;
+struct mmuwatch_user;
 
 /* Shared memory object: accounted order-0 pages, vmap'ed for the kernel. */
-struct mw_shm {
+struct mmuwatch_shm {
 	struct page **pages;
 	unsigned int nr_pages;
 	void *va;
 };
 
-struct mw_ctx {
+struct mmuwatch_ctx {
 	struct mm_struct *mm;		/* mmgrab'ed owner */
 	struct pid *owner;		/* opener's thread group, for fdinfo */
-	struct mw_user *user;		/* charged for everything below */
+	struct mmuwatch_user *user;		/* charged for everything below */
 	bool exempt;			/* root with the root_exempt parameter */
 	unsigned long charged_kb;	/* setup memory charged to user */
 	spinlock_t lock;		/* watches, slots, ring producer state */
@@ -111,12 +111,12 @@ struct mw_ctx {
 	/* Fixed at setup. */
 	u32 nr_words;
 	u32 ring_entries;
-	struct mw_shm words_shm;
-	struct mw_shm ring_shm;
+	struct mmuwatch_shm words_shm;
+	struct mmuwatch_shm ring_shm;
 	u64 *words;
 	struct mmuwatch_ring *ring;
 	struct mmuwatch_event *events;
-	struct mw_watch **slots;
+	struct mmuwatch_watch **slots;
 	u32 *free_slots;		/* stack of free slot numbers */
 
 	/* Under lock. */
@@ -145,7 +145,7 @@ struct mw_ctx {
 };
 
 /* Global counters (sysfs). Per-cpu so the notifier never shares a line. */
-enum mw_stat {
+enum mmuwatch_stat {
 	MW_STAT_WATCHES_TOTAL,
 	MW_STAT_UNWATCHES,
 	MW_STAT_EV_UNMAP,
@@ -169,76 +169,81 @@ enum mw_stat {
 	MW_NR_STATS
 };
 
-struct mw_stats {
+struct mmuwatch_stats {
 	u64 v[MW_NR_STATS];
 };
 
-DECLARE_PER_CPU(struct mw_stats, mw_stats);
+DECLARE_PER_CPU(struct mmuwatch_stats, mmuwatch_pcpu_stats);
 
-static inline void mw_stat_inc(enum mw_stat s)
+static inline void mmuwatch_stat_inc(enum mmuwatch_stat s)
 {
-	this_cpu_inc(mw_stats.v[s]);
+	this_cpu_inc(mmuwatch_pcpu_stats.v[s]);
 }
 
-static inline bool mw_ctx_ready(struct mw_ctx *ctx)
+static inline bool mmuwatch_ctx_ready(struct mmuwatch_ctx *ctx)
 {
 	/* Pairs with the release store at the end of setup: arrays valid. */
 	return smp_load_acquire(&ctx->ready);
 }
 
-u64 mw_stat_sum(enum mw_stat s);
-extern atomic_long_t mw_nr_contexts;
-extern atomic_long_t mw_nr_watches;
-extern struct kmem_cache *mw_watch_cache;
+u64 mmuwatch_stat_sum(enum mmuwatch_stat s);
+extern atomic_long_t mmuwatch_nr_contexts;
+extern atomic_long_t mmuwatch_nr_watches;
+extern struct kmem_cache *mmuwatch_watch_cache;
 
 /* Module parameters (params.c), read with READ_ONCE. */
-extern unsigned int mw_max_watches;
-extern unsigned int mw_default_watches;
-extern unsigned int mw_max_ring_entries;
-extern unsigned int mw_default_ring_entries;
-extern unsigned int mw_max_batch;
-extern unsigned int mw_max_persistent;
-extern unsigned int mw_max_watch_depth;
-extern unsigned int mw_max_mm_contexts;
-extern unsigned int mw_max_user[MW_U_NR];
-extern bool mw_root_exempt;
+extern unsigned int mmuwatch_max_watches;
+extern unsigned int mmuwatch_default_watches;
+extern unsigned int mmuwatch_max_ring_entries;
+extern unsigned int mmuwatch_default_ring_entries;
+extern unsigned int mmuwatch_max_batch;
+extern unsigned int mmuwatch_max_persistent;
+extern unsigned int mmuwatch_max_watch_depth;
+extern unsigned int mmuwatch_max_mm_contexts;
+extern unsigned int mmuwatch_max_user[MW_U_NR];
+extern bool mmuwatch_root_exempt;
 
 /* user.c */
-struct mw_user *mw_user_get(void);
-void mw_user_put(struct mw_user *u);
-int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which,
-		   unsigned long n, bool count);
-void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
-		      unsigned long n);
-int mw_user_mm_enter(struct mw_ctx *ctx);
-void mw_user_mm_leave(struct mw_ctx *ctx);
-long mw_nr_users(void);
+struct mmuwatch_user *mmuwatch_user_get(void);
+void mmuwatch_user_put(struct mmuwatch_user *u);
+int mmuwatch_user_charge(struct mmuwatch_ctx *ctx, enum mmuwatch_ulimit which,
+			 unsigned long n, bool count);
+void mmuwatch_user_uncharge(struct mmuwatch_ctx *ctx,
+			    enum mmuwatch_ulimit which,
+			    unsigned long n);
+int mmuwatch_user_mm_enter(struct mmuwatch_ctx *ctx);
+void mmuwatch_user_mm_leave(struct mmuwatch_ctx *ctx);
+long mmuwatch_nr_users(void);
 
 /* ctx.c */
-struct mw_ctx *mw_ctx_create(void);
-void mw_ctx_destroy(struct mw_ctx *ctx);
-int mw_ctx_setup(struct mw_ctx *ctx, u32 ring_entries, u32 nr_words);
-int mw_ctx_ensure_ready(struct mw_ctx *ctx);
-void mw_ctx_info(struct mw_ctx *ctx, struct mmuwatch_info *info);
-int mw_ctx_mmap(struct mw_ctx *ctx, struct vm_area_struct *vma);
+struct mmuwatch_ctx *mmuwatch_ctx_create(void);
+void mmuwatch_ctx_destroy(struct mmuwatch_ctx *ctx);
+int mmuwatch_ctx_setup(struct mmuwatch_ctx *ctx, u32 ring_entries,
+		       u32 nr_words);
+int mmuwatch_ctx_ensure_ready(struct mmuwatch_ctx *ctx);
+void mmuwatch_ctx_info(struct mmuwatch_ctx *ctx, struct mmuwatch_info *info);
+int mmuwatch_ctx_mmap(struct mmuwatch_ctx *ctx, struct vm_area_struct *vma);
 
 /* watch.c */
-int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r);
-int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u);
-void mw_watches_release(struct mw_ctx *ctx);
+int mmuwatch_watch_one(struct mmuwatch_ctx *ctx, struct mmuwatch_range *r);
+int mmuwatch_unwatch_one(struct mmuwatch_ctx *ctx,
+			 const struct mmuwatch_unwatch *u);
+void mmuwatch_watches_release(struct mmuwatch_ctx *ctx);
 
 /* ring.c */
-bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
-		  unsigned long start, unsigned long end, u32 reason);
-void mw_ring_wake(struct mw_ctx *ctx);
-__poll_t mw_ring_poll(struct mw_ctx *ctx);
-ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
-		     bool nonblock);
-u64 mw_ring_reset_overflow(struct mw_ctx *ctx);
+bool mmuwatch_ring_push(struct mmuwatch_ctx *ctx,
+			const struct mmuwatch_watch *w,
+			unsigned long start, unsigned long end, u32 reason);
+void mmuwatch_ring_wake(struct mmuwatch_ctx *ctx);
+__poll_t mmuwatch_ring_poll(struct mmuwatch_ctx *ctx);
+ssize_t mmuwatch_ring_read(struct mmuwatch_ctx *ctx, char __user *buf,
+			   size_t count,
+			   bool nonblock);
+u64 mmuwatch_ring_reset_overflow(struct mmuwatch_ctx *ctx);
 
 /* stats.c */
-int mw_sysfs_init(void);
-void mw_sysfs_exit(void);
-void mw_show_fdinfo(struct seq_file *m, struct file *file);
+int mmuwatch_sysfs_init(void);
+void mmuwatch_sysfs_exit(void);
+void mmuwatch_show_fdinfo(struct seq_file *m, struct file *file);
 
 #endif /* _MMUWATCH_INTERNAL_H */

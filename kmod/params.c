@@ -36,43 +36,43 @@
 #define MW_MM_CONTEXTS_CEIL	4096
 #define MW_USER_CEIL		BIT(30)
 
-unsigned int mw_max_watches = 1U << 20;
-unsigned int mw_default_watches = 1U << 14;
-unsigned int mw_max_ring_entries = 1U << 20;
-unsigned int mw_default_ring_entries = 1U << 12;
-unsigned int mw_max_batch = 1U << 12;
-unsigned int mw_max_persistent = 4;
-unsigned int mw_max_watch_depth = 3;
-unsigned int mw_max_mm_contexts = 2;
-unsigned int mw_max_user[MW_U_NR] = {
+unsigned int mmuwatch_max_watches = 1U << 20;
+unsigned int mmuwatch_default_watches = 1U << 14;
+unsigned int mmuwatch_max_ring_entries = 1U << 20;
+unsigned int mmuwatch_default_ring_entries = 1U << 12;
+unsigned int mmuwatch_max_batch = 1U << 12;
+unsigned int mmuwatch_max_persistent = 4;
+unsigned int mmuwatch_max_watch_depth = 3;
+unsigned int mmuwatch_max_mm_contexts = 2;
+unsigned int mmuwatch_max_user[MW_U_NR] = {
 	[MW_U_CONTEXTS] = 512,
 	[MW_U_WATCHES] = 1U << 20,
 	[MW_U_PERSISTENT] = 256,
 	[MW_U_MEMORY_KB] = 1536U << 10,
 };
 
-bool mw_root_exempt;
+bool mmuwatch_root_exempt;
 
 static const struct {
 	unsigned int *var;
 	unsigned int min;
 	unsigned int max;
-} mw_param_ranges[] = {
-	{ &mw_max_watches, 1, MW_WATCHES_CEIL },
-	{ &mw_default_watches, 1, MW_WATCHES_CEIL },
-	{ &mw_max_ring_entries, 1, MW_RING_CEIL },
-	{ &mw_default_ring_entries, 1, MW_RING_CEIL },
-	{ &mw_max_batch, 1, MW_BATCH_CEIL },
-	{ &mw_max_persistent, 0, MW_PERSISTENT_CEIL },
-	{ &mw_max_watch_depth, 1, MW_DEPTH_CEIL },
-	{ &mw_max_mm_contexts, 1, MW_MM_CONTEXTS_CEIL },
-	{ &mw_max_user[MW_U_CONTEXTS], 0, MW_USER_CEIL },
-	{ &mw_max_user[MW_U_WATCHES], 0, MW_USER_CEIL },
-	{ &mw_max_user[MW_U_PERSISTENT], 0, MW_USER_CEIL },
-	{ &mw_max_user[MW_U_MEMORY_KB], 0, MW_USER_CEIL },
+} mmuwatch_param_ranges[] = {
+	{ &mmuwatch_max_watches, 1, MW_WATCHES_CEIL },
+	{ &mmuwatch_default_watches, 1, MW_WATCHES_CEIL },
+	{ &mmuwatch_max_ring_entries, 1, MW_RING_CEIL },
+	{ &mmuwatch_default_ring_entries, 1, MW_RING_CEIL },
+	{ &mmuwatch_max_batch, 1, MW_BATCH_CEIL },
+	{ &mmuwatch_max_persistent, 0, MW_PERSISTENT_CEIL },
+	{ &mmuwatch_max_watch_depth, 1, MW_DEPTH_CEIL },
+	{ &mmuwatch_max_mm_contexts, 1, MW_MM_CONTEXTS_CEIL },
+	{ &mmuwatch_max_user[MW_U_CONTEXTS], 0, MW_USER_CEIL },
+	{ &mmuwatch_max_user[MW_U_WATCHES], 0, MW_USER_CEIL },
+	{ &mmuwatch_max_user[MW_U_PERSISTENT], 0, MW_USER_CEIL },
+	{ &mmuwatch_max_user[MW_U_MEMORY_KB], 0, MW_USER_CEIL },
 };
 
-static int mw_param_set(const char *val, const struct kernel_param *kp)
+static int mmuwatch_param_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int v, i;
 	int ret;
@@ -80,63 +80,68 @@ static int mw_param_set(const char *val, const struct kernel_param *kp)
 	ret = kstrtouint(val, 0, &v);
 	if (ret)
 		return ret;
-	for (i = 0; i < ARRAY_SIZE(mw_param_ranges); i++) {
-		if (mw_param_ranges[i].var != kp->arg)
+	for (i = 0; i < ARRAY_SIZE(mmuwatch_param_ranges); i++) {
+		if (mmuwatch_param_ranges[i].var != kp->arg)
 			continue;
-		if (v < mw_param_ranges[i].min || v > mw_param_ranges[i].max)
+		if (v < mmuwatch_param_ranges[i].min || v > mmuwatch_param_ranges[i].max)
 			return -ERANGE;
-		WRITE_ONCE(*mw_param_ranges[i].var, v);
+		WRITE_ONCE(*mmuwatch_param_ranges[i].var, v);
 		return 0;
 	}
 	return -EINVAL;
 }
 
-static const struct kernel_param_ops mw_param_ops = {
-	.set = mw_param_set,
+static const struct kernel_param_ops mmuwatch_param_ops = {
+	.set = mmuwatch_param_set,
 	.get = param_get_uint,
 };
 
-module_param_cb(max_watches, &mw_param_ops, &mw_max_watches, 0644);
+module_param_cb(max_watches, &mmuwatch_param_ops, &mmuwatch_max_watches, 0644);
 MODULE_PARM_DESC(max_watches,
 		 "Per-context limit of watches (validity words), 1..4194304");
-module_param_cb(default_watches, &mw_param_ops, &mw_default_watches, 0644);
+module_param_cb(default_watches, &mmuwatch_param_ops, &mmuwatch_default_watches,
+		0644);
 MODULE_PARM_DESC(default_watches,
 		 "Validity words of a context set up with defaults (capped by max_watches)");
-module_param_cb(max_ring_entries, &mw_param_ops, &mw_max_ring_entries, 0644);
+module_param_cb(max_ring_entries, &mmuwatch_param_ops,
+		&mmuwatch_max_ring_entries, 0644);
 MODULE_PARM_DESC(max_ring_entries,
 		 "Largest event ring a context may ask for, 1..4194304");
-module_param_cb(default_ring_entries, &mw_param_ops,
-		&mw_default_ring_entries, 0644);
+module_param_cb(default_ring_entries, &mmuwatch_param_ops,
+		&mmuwatch_default_ring_entries, 0644);
 MODULE_PARM_DESC(default_ring_entries,
 		 "Event ring entries of a context set up with defaults (capped by max_ring_entries)");
-module_param_cb(max_batch, &mw_param_ops, &mw_max_batch, 0644);
+module_param_cb(max_batch, &mmuwatch_param_ops, &mmuwatch_max_batch, 0644);
 MODULE_PARM_DESC(max_batch,
 		 "Largest WATCH_BATCH/UNWATCH_BATCH count, 1..65536");
-module_param_cb(max_persistent, &mw_param_ops, &mw_max_persistent, 0644);
+module_param_cb(max_persistent, &mmuwatch_param_ops, &mmuwatch_max_persistent,
+		0644);
 MODULE_PARM_DESC(max_persistent,
 		 "Per-context limit of persistent watches, 0..64 (0: none)");
-module_param_cb(max_watch_depth, &mw_param_ops, &mw_max_watch_depth, 0644);
+module_param_cb(max_watch_depth, &mmuwatch_param_ops, &mmuwatch_max_watch_depth,
+		0644);
 MODULE_PARM_DESC(max_watch_depth,
 		 "Per-context limit of one-shot watches covering any one page (WATCH: ENOSPC), 1..32");
-module_param_cb(max_mm_contexts, &mw_param_ops, &mw_max_mm_contexts, 0644);
+module_param_cb(max_mm_contexts, &mmuwatch_param_ops, &mmuwatch_max_mm_contexts,
+		0644);
 MODULE_PARM_DESC(max_mm_contexts,
 		 "Per-user limit of open contexts on one address space (open: EMFILE), 1..4096");
-module_param_cb(max_user_contexts, &mw_param_ops,
-		&mw_max_user[MW_U_CONTEXTS], 0644);
+module_param_cb(max_user_contexts, &mmuwatch_param_ops,
+		&mmuwatch_max_user[MW_U_CONTEXTS], 0644);
 MODULE_PARM_DESC(max_user_contexts,
 		 "Per-user limit of open contexts (open: EMFILE), 0..2^30");
-module_param_cb(max_user_watches, &mw_param_ops,
-		&mw_max_user[MW_U_WATCHES], 0644);
+module_param_cb(max_user_watches, &mmuwatch_param_ops,
+		&mmuwatch_max_user[MW_U_WATCHES], 0644);
 MODULE_PARM_DESC(max_user_watches,
 		 "Per-user limit of watches, persistent ones included (WATCH: ENOSPC), 0..2^30");
-module_param_cb(max_user_persistent, &mw_param_ops,
-		&mw_max_user[MW_U_PERSISTENT], 0644);
+module_param_cb(max_user_persistent, &mmuwatch_param_ops,
+		&mmuwatch_max_user[MW_U_PERSISTENT], 0644);
 MODULE_PARM_DESC(max_user_persistent,
 		 "Per-user limit of persistent watches (WATCH: ENOSPC), 0..2^30");
-module_param_cb(max_user_memory_kb, &mw_param_ops,
-		&mw_max_user[MW_U_MEMORY_KB], 0644);
+module_param_cb(max_user_memory_kb, &mmuwatch_param_ops,
+		&mmuwatch_max_user[MW_U_MEMORY_KB], 0644);
 MODULE_PARM_DESC(max_user_memory_kb,
 		 "Per-user limit of ring, word and slot memory in KiB (SETUP: ENOSPC), 0..2^30");
-module_param_named(root_exempt, mw_root_exempt, bool, 0644);
+module_param_named(root_exempt, mmuwatch_root_exempt, bool, 0644);
 MODULE_PARM_DESC(root_exempt,
 		 "Contexts opened with CAP_SYS_ADMIN in the init user namespace ignore the max_user_* limits (default: no)");

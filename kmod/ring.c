@@ -18,8 +18,9 @@
  * events of a non-empty ring need no wake-up (a reader woken by the first
  * one sees them), as with a pipe.
  */
-bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
-		  unsigned long start, unsigned long end, u32 reason)
+bool mmuwatch_ring_push(struct mmuwatch_ctx *ctx,
+			const struct mmuwatch_watch *w,
+			unsigned long start, unsigned long end, u32 reason)
 {
 	struct mmuwatch_ring *ring = ctx->ring;
 	struct mmuwatch_event *ev;
@@ -32,10 +33,10 @@ bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 
 		ctx->lost++;
 		ctx->nr_lost++;
-		mw_stat_inc(MW_STAT_LOST);
+		mmuwatch_stat_inc(MW_STAT_LOST);
 		if (first) {
 			ctx->rflags |= MMUWATCH_RING_F_OVERFLOW;
-			mw_stat_inc(MW_STAT_OVERFLOWS);
+			mmuwatch_stat_inc(MW_STAT_OVERFLOWS);
 			trace_mmuwatch_ring_overflow(ctx->ring_entries,
 						     ctx->head, tail);
 		}
@@ -60,7 +61,8 @@ bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 	 * wake-up would come (nor for any later event, the ring being
 	 * non-empty from then on). Pairs with the full barrier a reader
 	 * has between its tail store and its head check before sleeping
-	 * (prepare_to_wait_event() in read(), mw_poll() after poll_wait()):
+	 * (prepare_to_wait_event() in read(),
+	    mmuwatch_poll() after poll_wait()):
 	 * either the reader sees this event, or this sees its tail.
 	 */
 	smp_mb();
@@ -68,7 +70,7 @@ bool mw_ring_push(struct mw_ctx *ctx, const struct mw_watch *w,
 }
 
 /* One wake-up per callback; none when nobody sleeps in read() or poll(). */
-void mw_ring_wake(struct mw_ctx *ctx)
+void mmuwatch_ring_wake(struct mmuwatch_ctx *ctx)
 {
 	/* wq_has_sleeper() orders the ring update before the check. */
 	if (wq_has_sleeper(&ctx->wq))
@@ -76,7 +78,7 @@ void mw_ring_wake(struct mw_ctx *ctx)
 }
 
 /* Pending events, or -EIO when the user tail is corrupt. */
-static int mw_ring_pending(struct mw_ctx *ctx, u32 *tail)
+static int mmuwatch_ring_pending(struct mmuwatch_ctx *ctx, u32 *tail)
 {
 	/* Pairs with the producer's release: events up to head are written. */
 	u32 head = smp_load_acquire(&ctx->head);
@@ -88,16 +90,16 @@ static int mw_ring_pending(struct mw_ctx *ctx, u32 *tail)
 }
 
 /*
- * mw_ring_pending() for read() and poll(). A corrupt tail is written by
+ * mmuwatch_ring_pending() for read() and poll(). A corrupt tail is written by
  * user space without the kernel noticing, so the first reader to find it
  * wakes every other reader sleeping in read() or poll(): they then get
  * EIO or EPOLLERR at once instead of at the next event. Once per episode;
  * a sane tail seen here (before sleeping) re-arms it. No lock is held, and
  * poll's own wait entry may be woken too, which is harmless.
  */
-static int mw_ring_check(struct mw_ctx *ctx, u32 *tail)
+static int mmuwatch_ring_check(struct mmuwatch_ctx *ctx, u32 *tail)
 {
-	int n = mw_ring_pending(ctx, tail);
+	int n = mmuwatch_ring_pending(ctx, tail);
 
 	if (n < 0) {
 		if (!test_and_set_bit(MW_RING_TAIL_BAD, &ctx->ring_state))
@@ -109,24 +111,24 @@ static int mw_ring_check(struct mw_ctx *ctx, u32 *tail)
 	return n;
 }
 
-static bool mw_ring_readable(struct mw_ctx *ctx)
+static bool mmuwatch_ring_readable(struct mmuwatch_ctx *ctx)
 {
 	u32 tail;
 
-	if (!mw_ctx_ready(ctx))
+	if (!mmuwatch_ctx_ready(ctx))
 		return false;
-	return mw_ring_pending(ctx, &tail) ||
+	return mmuwatch_ring_pending(ctx, &tail) ||
 	       (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW);
 }
 
-__poll_t mw_ring_poll(struct mw_ctx *ctx)
+__poll_t mmuwatch_ring_poll(struct mmuwatch_ctx *ctx)
 {
 	u32 tail;
 	int n;
 
-	if (!mw_ctx_ready(ctx))
+	if (!mmuwatch_ctx_ready(ctx))
 		return 0;
-	n = mw_ring_check(ctx, &tail);
+	n = mmuwatch_ring_check(ctx, &tail);
 	if (n < 0)
 		return EPOLLIN | EPOLLRDNORM | EPOLLERR;
 	if (n || (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW))
@@ -135,7 +137,8 @@ __poll_t mw_ring_poll(struct mw_ctx *ctx)
 }
 
 /* Copy n events starting at tail; the ring may wrap once. */
-static int mw_ring_copy(struct mw_ctx *ctx, char __user *buf, u32 tail, u32 n)
+static int mmuwatch_ring_copy(struct mmuwatch_ctx *ctx, char __user *buf,
+			      u32 tail, u32 n)
 {
 	u32 idx = tail & (ctx->ring_entries - 1);
 	u32 first = min(n, ctx->ring_entries - idx);
@@ -155,8 +158,9 @@ static int mw_ring_copy(struct mw_ctx *ctx, char __user *buf, u32 tail, u32 n)
  * Events in [tail, head) are never overwritten by the producer, so they
  * are copied without the spinlock.
  */
-ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
-		     bool nonblock)
+ssize_t mmuwatch_ring_read(struct mmuwatch_ctx *ctx, char __user *buf,
+			   size_t count,
+			   bool nonblock)
 {
 	size_t max = count / sizeof(struct mmuwatch_event);
 	u32 tail;
@@ -168,8 +172,8 @@ ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 		return -ERESTARTSYS;
 	for (;;) {
 		n = 0;
-		if (mw_ctx_ready(ctx)) {
-			n = mw_ring_check(ctx, &tail);
+		if (mmuwatch_ctx_ready(ctx)) {
+			n = mmuwatch_ring_check(ctx, &tail);
 			if (n)
 				break;
 			if (READ_ONCE(ctx->rflags) & MMUWATCH_RING_F_OVERFLOW) {
@@ -182,7 +186,8 @@ ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 			break;
 		}
 		mutex_unlock(&ctx->read_lock);
-		ret = wait_event_interruptible(ctx->wq, mw_ring_readable(ctx));
+		ret = wait_event_interruptible(ctx->wq,
+					       mmuwatch_ring_readable(ctx));
 		if (ret)
 			return ret;
 		if (mutex_lock_interruptible(&ctx->read_lock))
@@ -190,7 +195,7 @@ ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 	}
 	if (n > 0) {
 		n = min_t(size_t, n, max);
-		ret = mw_ring_copy(ctx, buf, tail, n);
+		ret = mmuwatch_ring_copy(ctx, buf, tail, n);
 		if (ret)
 			n = ret;
 		else
@@ -202,12 +207,12 @@ ssize_t mw_ring_read(struct mw_ctx *ctx, char __user *buf, size_t count,
 }
 
 /* Clear the sticky flag, return and zero the lost count, repair the tail. */
-u64 mw_ring_reset_overflow(struct mw_ctx *ctx)
+u64 mmuwatch_ring_reset_overflow(struct mmuwatch_ctx *ctx)
 {
 	u64 lost;
 	u32 tail;
 
-	if (!mw_ctx_ready(ctx))
+	if (!mmuwatch_ctx_ready(ctx))
 		return 0;
 	spin_lock(&ctx->lock);
 	lost = ctx->lost;
@@ -215,7 +220,7 @@ u64 mw_ring_reset_overflow(struct mw_ctx *ctx)
 	ctx->rflags &= ~MMUWATCH_RING_F_OVERFLOW;
 	WRITE_ONCE(ctx->ring->lost, 0);
 	WRITE_ONCE(ctx->ring->flags, ctx->rflags);
-	if (mw_ring_pending(ctx, &tail) < 0)
+	if (mmuwatch_ring_pending(ctx, &tail) < 0)
 		WRITE_ONCE(ctx->ring->tail, ctx->head);
 	clear_bit(MW_RING_TAIL_BAD, &ctx->ring_state);
 	spin_unlock(&ctx->lock);

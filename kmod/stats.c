@@ -20,37 +20,39 @@
 #include <linux/sysfs.h>
 #include "mmuwatch.h"
 
-DEFINE_PER_CPU(struct mw_stats, mw_stats);
-atomic_long_t mw_nr_contexts = ATOMIC_LONG_INIT(0);
-atomic_long_t mw_nr_watches = ATOMIC_LONG_INIT(0);
+DEFINE_PER_CPU(struct mmuwatch_stats, mmuwatch_pcpu_stats);
+atomic_long_t mmuwatch_nr_contexts = ATOMIC_LONG_INIT(0);
+atomic_long_t mmuwatch_nr_watches = ATOMIC_LONG_INIT(0);
 
-u64 mw_stat_sum(enum mw_stat s)
+u64 mmuwatch_stat_sum(enum mmuwatch_stat s)
 {
 	u64 sum = 0;
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu(mw_stats, cpu).v[s]);
+		sum += READ_ONCE(per_cpu(mmuwatch_pcpu_stats, cpu).v[s]);
 	return sum;
 }
 
-struct mw_attr {
+struct mmuwatch_attr {
 	struct kobj_attribute attr;
-	enum mw_stat stat;
+	enum mmuwatch_stat stat;
 };
 
-static ssize_t mw_counter_show(struct kobject *kobj,
-			       struct kobj_attribute *attr, char *buf)
+static ssize_t mmuwatch_counter_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
 {
-	struct mw_attr *a = container_of(attr, struct mw_attr, attr);
+	struct mmuwatch_attr *a = container_of(attr, struct mmuwatch_attr,
+					       attr);
 
-	return sysfs_emit(buf, "%llu\n", mw_stat_sum(a->stat));
+	return sysfs_emit(buf, "%llu\n", mmuwatch_stat_sum(a->stat));
 }
 
 #define MW_COUNTER(_name, _stat) \
-	{ .attr = __ATTR(_name, 0444, mw_counter_show, NULL), .stat = _stat }
+	{ .attr = __ATTR(_name, 0444, mmuwatch_counter_show, NULL), \
+	  .stat = _stat }
 
-static struct mw_attr mw_counters[] = {
+static struct mmuwatch_attr mmuwatch_counters[] = {
 	MW_COUNTER(watches_total, MW_STAT_WATCHES_TOTAL),
 	MW_COUNTER(unwatches, MW_STAT_UNWATCHES),
 	MW_COUNTER(events_unmap, MW_STAT_EV_UNMAP),
@@ -83,73 +85,73 @@ static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t contexts_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
-	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_contexts));
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mmuwatch_nr_contexts));
 }
 
 static ssize_t watches_active_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mw_nr_watches));
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&mmuwatch_nr_watches));
 }
 
 /* Users holding at least one context (per-user accounting entries). */
 static ssize_t users_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	return sysfs_emit(buf, "%ld\n", mw_nr_users());
+	return sysfs_emit(buf, "%ld\n", mmuwatch_nr_users());
 }
 
 /* Every notification that was not an invalidation, whatever its reason. */
 static ssize_t filtered_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", mw_stat_sum(MW_STAT_F_PROT_VMA) +
-			  mw_stat_sum(MW_STAT_F_PROT_PAGE) +
-			  mw_stat_sum(MW_STAT_F_SOFT_DIRTY));
+	return sysfs_emit(buf, "%llu\n", mmuwatch_stat_sum(MW_STAT_F_PROT_VMA) +
+			  mmuwatch_stat_sum(MW_STAT_F_PROT_PAGE) +
+			  mmuwatch_stat_sum(MW_STAT_F_SOFT_DIRTY));
 }
 
-static struct kobj_attribute mw_version_attr = __ATTR_RO(version);
-static struct kobj_attribute mw_contexts_attr = __ATTR_RO(contexts);
-static struct kobj_attribute mw_watches_active_attr = __ATTR_RO(watches_active);
-static struct kobj_attribute mw_filtered_attr = __ATTR_RO(filtered);
-static struct kobj_attribute mw_users_attr = __ATTR_RO(users);
+static struct kobj_attribute mmuwatch_version_attr = __ATTR_RO(version);
+static struct kobj_attribute mmuwatch_contexts_attr = __ATTR_RO(contexts);
+static struct kobj_attribute mmuwatch_watches_active_attr = __ATTR_RO(watches_active);
+static struct kobj_attribute mmuwatch_filtered_attr = __ATTR_RO(filtered);
+static struct kobj_attribute mmuwatch_users_attr = __ATTR_RO(users);
 
-static struct attribute *mw_attrs[ARRAY_SIZE(mw_counters) + 6];
-static const struct attribute_group mw_group = { .attrs = mw_attrs };
-static struct kobject *mw_kobj;
+static struct attribute *mmuwatch_attrs[ARRAY_SIZE(mmuwatch_counters) + 6];
+static const struct attribute_group mmuwatch_group = { .attrs = mmuwatch_attrs };
+static struct kobject *mmuwatch_kobj;
 
-int mw_sysfs_init(void)
+int mmuwatch_sysfs_init(void)
 {
 	unsigned int i, n = 0;
 	int ret;
 
-	mw_attrs[n++] = &mw_version_attr.attr;
-	mw_attrs[n++] = &mw_contexts_attr.attr;
-	mw_attrs[n++] = &mw_watches_active_attr.attr;
-	mw_attrs[n++] = &mw_filtered_attr.attr;
-	mw_attrs[n++] = &mw_users_attr.attr;
-	for (i = 0; i < ARRAY_SIZE(mw_counters); i++)
-		mw_attrs[n++] = &mw_counters[i].attr.attr;
-	mw_attrs[n] = NULL;
+	mmuwatch_attrs[n++] = &mmuwatch_version_attr.attr;
+	mmuwatch_attrs[n++] = &mmuwatch_contexts_attr.attr;
+	mmuwatch_attrs[n++] = &mmuwatch_watches_active_attr.attr;
+	mmuwatch_attrs[n++] = &mmuwatch_filtered_attr.attr;
+	mmuwatch_attrs[n++] = &mmuwatch_users_attr.attr;
+	for (i = 0; i < ARRAY_SIZE(mmuwatch_counters); i++)
+		mmuwatch_attrs[n++] = &mmuwatch_counters[i].attr.attr;
+	mmuwatch_attrs[n] = NULL;
 
-	mw_kobj = kobject_create_and_add("mmuwatch", kernel_kobj);
-	if (!mw_kobj)
+	mmuwatch_kobj = kobject_create_and_add("mmuwatch", kernel_kobj);
+	if (!mmuwatch_kobj)
 		return -ENOMEM;
-	ret = sysfs_create_group(mw_kobj, &mw_group);
+	ret = sysfs_create_group(mmuwatch_kobj, &mmuwatch_group);
 	if (ret)
-		kobject_put(mw_kobj);
+		kobject_put(mmuwatch_kobj);
 	return ret;
 }
 
-void mw_sysfs_exit(void)
+void mmuwatch_sysfs_exit(void)
 {
-	sysfs_remove_group(mw_kobj, &mw_group);
-	kobject_put(mw_kobj);
+	sysfs_remove_group(mmuwatch_kobj, &mmuwatch_group);
+	kobject_put(mmuwatch_kobj);
 }
 
-void mw_show_fdinfo(struct seq_file *m, struct file *file)
+void mmuwatch_show_fdinfo(struct seq_file *m, struct file *file)
 {
-	struct mw_ctx *ctx = file->private_data;
+	struct mmuwatch_ctx *ctx = file->private_data;
 	u32 entries = 0, head = 0, tail = 0, flags = 0, words = 0, used = 0;
 	u32 persistent;
 	u64 watched, events, lost_now = 0, lost;

@@ -28,54 +28,54 @@
 #include <linux/uidgid.h>
 #include "mmuwatch.h"
 
-struct mw_user {
-	struct hlist_node node;		/* mw_users, under mw_users_lock */
+struct mmuwatch_user {
+	struct hlist_node node;		/* mmuwatch_users, under mmuwatch_users_lock */
 	kuid_t uid;
 	refcount_t ref;			/* one per context */
 	atomic_long_t used[MW_U_NR];
-	struct list_head mms;		/* struct mw_umm, under mw_users_lock */
+	struct list_head mms;		/* struct mmuwatch_umm, under mmuwatch_users_lock */
 };
 
 /* A user's contexts on one mm; the contexts' mmgrab keeps the key unique. */
-struct mw_umm {
+struct mmuwatch_umm {
 	struct list_head node;
 	struct mm_struct *mm;
 	unsigned int n;
 };
 
 #define MW_USERS_BITS 6
-static DEFINE_HASHTABLE(mw_users, MW_USERS_BITS);
-static DEFINE_SPINLOCK(mw_users_lock);
-static atomic_long_t mw_users_count = ATOMIC_LONG_INIT(0);
+static DEFINE_HASHTABLE(mmuwatch_users, MW_USERS_BITS);
+static DEFINE_SPINLOCK(mmuwatch_users_lock);
+static atomic_long_t mmuwatch_users_count = ATOMIC_LONG_INIT(0);
 
-static const enum mw_stat mw_limit_stat[MW_U_NR] = {
+static const enum mmuwatch_stat mmuwatch_limit_stat[MW_U_NR] = {
 	[MW_U_CONTEXTS] = MW_STAT_LIMIT_CONTEXTS,
 	[MW_U_WATCHES] = MW_STAT_LIMIT_WATCHES,
 	[MW_U_PERSISTENT] = MW_STAT_LIMIT_PERSISTENT,
 	[MW_U_MEMORY_KB] = MW_STAT_LIMIT_MEMORY,
 };
 
-static struct mw_user *mw_user_find(kuid_t uid)
+static struct mmuwatch_user *mmuwatch_user_find(kuid_t uid)
 {
-	struct mw_user *u;
+	struct mmuwatch_user *u;
 
-	hash_for_each_possible(mw_users, u, node, __kuid_val(uid))
+	hash_for_each_possible(mmuwatch_users, u, node, __kuid_val(uid))
 		if (uid_eq(u->uid, uid))
 			return u;
 	return NULL;
 }
 
 /* The entry of the current effective uid, referenced; NULL: no memory. */
-struct mw_user *mw_user_get(void)
+struct mmuwatch_user *mmuwatch_user_get(void)
 {
 	kuid_t uid = current_euid();
-	struct mw_user *u, *fresh;
+	struct mmuwatch_user *u, *fresh;
 
-	spin_lock(&mw_users_lock);
-	u = mw_user_find(uid);
+	spin_lock(&mmuwatch_users_lock);
+	u = mmuwatch_user_find(uid);
 	if (u)
 		refcount_inc(&u->ref);
-	spin_unlock(&mw_users_lock);
+	spin_unlock(&mmuwatch_users_lock);
 	if (u)
 		return u;
 
@@ -85,34 +85,34 @@ struct mw_user *mw_user_get(void)
 	fresh->uid = uid;
 	refcount_set(&fresh->ref, 1);
 	INIT_LIST_HEAD(&fresh->mms);
-	spin_lock(&mw_users_lock);
-	u = mw_user_find(uid);
+	spin_lock(&mmuwatch_users_lock);
+	u = mmuwatch_user_find(uid);
 	if (u) {
 		/* Another open of the same user won the race. */
 		refcount_inc(&u->ref);
 	} else {
-		hash_add(mw_users, &fresh->node, __kuid_val(uid));
-		atomic_long_inc(&mw_users_count);
+		hash_add(mmuwatch_users, &fresh->node, __kuid_val(uid));
+		atomic_long_inc(&mmuwatch_users_count);
 		u = fresh;
 		fresh = NULL;
 	}
-	spin_unlock(&mw_users_lock);
+	spin_unlock(&mmuwatch_users_lock);
 	kfree(fresh);
 	return u;
 }
 
 /* Once per context close: the lock is taken every time, simply. */
-void mw_user_put(struct mw_user *u)
+void mmuwatch_user_put(struct mmuwatch_user *u)
 {
 	bool last;
 
-	spin_lock(&mw_users_lock);
+	spin_lock(&mmuwatch_users_lock);
 	last = refcount_dec_and_test(&u->ref);
 	if (last) {
 		hash_del(&u->node);
-		atomic_long_dec(&mw_users_count);
+		atomic_long_dec(&mmuwatch_users_count);
 	}
-	spin_unlock(&mw_users_lock);
+	spin_unlock(&mmuwatch_users_lock);
 	if (last)
 		kfree(u);
 }
@@ -123,38 +123,41 @@ void mw_user_put(struct mw_user *u)
  * unless the context is exempt; the count stays exact under races.
  * 'count': a failure is final, count it in limit_hits_<which>.
  */
-int mw_user_charge(struct mw_ctx *ctx, enum mw_ulimit which, unsigned long n,
-		   bool count)
+int mmuwatch_user_charge(struct mmuwatch_ctx *ctx, enum mmuwatch_ulimit which,
+			 unsigned long n,
+			 bool count)
 {
 	atomic_long_t *v = &ctx->user->used[which];
-	unsigned long limit = READ_ONCE(mw_max_user[which]);
+	unsigned long limit = READ_ONCE(mmuwatch_max_user[which]);
 	long old = atomic_long_read(v);
 
 	do {
 		if (!ctx->exempt && old + n > limit) {
 			if (count)
-				mw_stat_inc(mw_limit_stat[which]);
+				mmuwatch_stat_inc(mmuwatch_limit_stat[which]);
 			return -ENOSPC;
 		}
 	} while (!atomic_long_try_cmpxchg(v, &old, old + n));
 	return 0;
 }
 
-void mw_user_uncharge(struct mw_ctx *ctx, enum mw_ulimit which,
-		      unsigned long n)
+void mmuwatch_user_uncharge(struct mmuwatch_ctx *ctx,
+			    enum mmuwatch_ulimit which,
+			    unsigned long n)
 {
 	atomic_long_sub(n, &ctx->user->used[which]);
 }
 
 /* Users holding at least one context (sysfs 'users'). */
-long mw_nr_users(void)
+long mmuwatch_nr_users(void)
 {
-	return atomic_long_read(&mw_users_count);
+	return atomic_long_read(&mmuwatch_users_count);
 }
 
-static struct mw_umm *mw_umm_find(struct mw_user *u, struct mm_struct *mm)
+static struct mmuwatch_umm *mmuwatch_umm_find(struct mmuwatch_user *u,
+					      struct mm_struct *mm)
 {
-	struct mw_umm *e;
+	struct mmuwatch_umm *e;
 
 	list_for_each_entry(e, &u->mms, node)
 		if (e->mm == mm)
@@ -166,18 +169,18 @@ static struct mw_umm *mw_umm_find(struct mw_user *u, struct mm_struct *mm)
  * Count the context on its (user, mm): -EMFILE past max_mm_contexts
  * (counted in limit_hits_mm_contexts) unless the context is exempt.
  */
-int mw_user_mm_enter(struct mw_ctx *ctx)
+int mmuwatch_user_mm_enter(struct mmuwatch_ctx *ctx)
 {
-	unsigned int limit = READ_ONCE(mw_max_mm_contexts);
-	struct mw_user *u = ctx->user;
-	struct mw_umm *e, *fresh;
+	unsigned int limit = READ_ONCE(mmuwatch_max_mm_contexts);
+	struct mmuwatch_user *u = ctx->user;
+	struct mmuwatch_umm *e, *fresh;
 	int ret = 0;
 
 	fresh = kzalloc(sizeof(*fresh), MW_GFP);
 	if (!fresh)
 		return -ENOMEM;
-	spin_lock(&mw_users_lock);
-	e = mw_umm_find(u, ctx->mm);
+	spin_lock(&mmuwatch_users_lock);
+	e = mmuwatch_umm_find(u, ctx->mm);
 	if (!ctx->exempt && (e ? e->n : 0) >= limit) {
 		ret = -EMFILE;
 	} else if (e) {
@@ -188,23 +191,23 @@ int mw_user_mm_enter(struct mw_ctx *ctx)
 		list_add(&fresh->node, &u->mms);
 		fresh = NULL;
 	}
-	spin_unlock(&mw_users_lock);
+	spin_unlock(&mmuwatch_users_lock);
 	kfree(fresh);
 	if (ret)
-		mw_stat_inc(MW_STAT_LIMIT_MM_CONTEXTS);
+		mmuwatch_stat_inc(MW_STAT_LIMIT_MM_CONTEXTS);
 	return ret;
 }
 
-void mw_user_mm_leave(struct mw_ctx *ctx)
+void mmuwatch_user_mm_leave(struct mmuwatch_ctx *ctx)
 {
-	struct mw_umm *e;
+	struct mmuwatch_umm *e;
 
-	spin_lock(&mw_users_lock);
-	e = mw_umm_find(ctx->user, ctx->mm);
+	spin_lock(&mmuwatch_users_lock);
+	e = mmuwatch_umm_find(ctx->user, ctx->mm);
 	if (e && !--e->n)
 		list_del(&e->node);
 	else
 		e = NULL;
-	spin_unlock(&mw_users_lock);
+	spin_unlock(&mmuwatch_users_lock);
 	kfree(e);
 }

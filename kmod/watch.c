@@ -25,13 +25,13 @@
 #include "mmuwatch.h"
 #include "trace.h"
 
-struct kmem_cache *mw_watch_cache;
+struct kmem_cache *mmuwatch_watch_cache;
 
 /* The tree's intervals are closed: [start, end - 1]. */
 #define MW_START(w) ((w)->start)
 #define MW_LAST(w) ((w)->end - 1)
-INTERVAL_TREE_DEFINE(struct mw_watch, rb, unsigned long, subtree_last,
-		     MW_START, MW_LAST, static, mw_it)
+INTERVAL_TREE_DEFINE(struct mmuwatch_watch, rb, unsigned long, subtree_last,
+		     MW_START, MW_LAST, static, mmuwatch_it)
 
 /*
  * Map a notifier event to an event reason, or 0 if it does not change what
@@ -39,7 +39,8 @@ INTERVAL_TREE_DEFINE(struct mw_watch, rb, unsigned long, subtree_last,
  * Unknown events invalidate: a spurious event costs a re-registration, a
  * missed one corrupts data.
  */
-static u32 mw_classify(enum mmu_notifier_event event, enum mw_stat *stat)
+static u32 mmuwatch_classify(enum mmu_notifier_event event,
+			     enum mmuwatch_stat *stat)
 {
 	switch (event) {
 	case MMU_NOTIFY_UNMAP:
@@ -73,11 +74,11 @@ static u32 mw_classify(enum mmu_notifier_event event, enum mw_stat *stat)
 }
 
 /* Give back what a watch holds in the user's budget. */
-static void mw_uncharge_watch(struct mw_ctx *ctx, bool persistent)
+static void mmuwatch_uncharge_watch(struct mmuwatch_ctx *ctx, bool persistent)
 {
-	mw_user_uncharge(ctx, MW_U_WATCHES, 1);
+	mmuwatch_user_uncharge(ctx, MW_U_WATCHES, 1);
 	if (persistent)
-		mw_user_uncharge(ctx, MW_U_PERSISTENT, 1);
+		mmuwatch_user_uncharge(ctx, MW_U_PERSISTENT, 1);
 }
 
 /*
@@ -85,26 +86,28 @@ static void mw_uncharge_watch(struct mw_ctx *ctx, bool persistent)
  * its slot back. Its word must already say INVALID (or never have been
  * valid): the slot's next token differs.
  */
-static void mw_unlink_locked(struct mw_ctx *ctx, struct mw_watch *w)
+static void mmuwatch_unlink_locked(struct mmuwatch_ctx *ctx,
+				   struct mmuwatch_watch *w)
 {
 	if (w->persistent) {
 		list_del(&w->node);
 		ctx->nr_persistent--;
 	} else {
-		mw_it_remove(w, &ctx->tree);
+		mmuwatch_it_remove(w, &ctx->tree);
 	}
 	ctx->slots[w->slot] = NULL;
 	ctx->free_slots[ctx->nr_free++] = w->slot;
 }
 
 /* An unlinked watch: free it (any context, the lock held or not). */
-static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
+static void mmuwatch_free_watch(struct mmuwatch_ctx *ctx,
+				struct mmuwatch_watch *w)
 {
 	bool persistent = w->persistent;
 
-	kmem_cache_free(mw_watch_cache, w);
-	atomic_long_dec(&mw_nr_watches);
-	mw_uncharge_watch(ctx, persistent);
+	kmem_cache_free(mmuwatch_watch_cache, w);
+	atomic_long_dec(&mmuwatch_nr_watches);
+	mmuwatch_uncharge_watch(ctx, persistent);
 }
 
 /*
@@ -112,15 +115,16 @@ static void mw_free_watch(struct mw_ctx *ctx, struct mw_watch *w)
  * its word, queue its event, unlink it. The caller frees it. True if the
  * ring readers need a wake-up.
  */
-static bool mw_kill_locked(struct mw_ctx *ctx, struct mw_watch *w,
-			   unsigned long start, unsigned long end, u32 reason)
+static bool mmuwatch_kill_locked(struct mmuwatch_ctx *ctx,
+				 struct mmuwatch_watch *w,
+				 unsigned long start, unsigned long end, u32 reason)
 {
 	bool wake;
 
 	WRITE_ONCE(ctx->words[w->slot], w->token | MMUWATCH_WORD_INVALID);
-	wake = mw_ring_push(ctx, w, start, end, reason);
+	wake = mmuwatch_ring_push(ctx, w, start, end, reason);
 	ctx->nr_events++;
-	mw_unlink_locked(ctx, w);
+	mmuwatch_unlink_locked(ctx, w);
 	return wake;
 }
 
@@ -128,20 +132,21 @@ static bool mw_kill_locked(struct mw_ctx *ctx, struct mw_watch *w,
  * Called with ctx->lock held on a persistent watch: one event, and the
  * watch (and its word) stay as they are.
  */
-static bool mw_note_locked(struct mw_ctx *ctx, struct mw_watch *w,
-			   unsigned long start, unsigned long end, u32 reason)
+static bool mmuwatch_note_locked(struct mmuwatch_ctx *ctx,
+				 struct mmuwatch_watch *w,
+				 unsigned long start, unsigned long end, u32 reason)
 {
 	ctx->nr_events++;
-	return mw_ring_push(ctx, w, start, end, reason);
+	return mmuwatch_ring_push(ctx, w, start, end, reason);
 }
 
 /* Events for the persistent watches the range hits. Returns the count. */
-static unsigned int mw_fire_persistent(struct mw_ctx *ctx,
-				       const struct mmu_notifier_range *range,
+static unsigned int mmuwatch_fire_persistent(struct mmuwatch_ctx *ctx,
+					     const struct mmu_notifier_range *range,
 				       u32 reason, bool *wake)
 {
 	unsigned int fired = 0;
-	struct mw_watch *w;
+	struct mmuwatch_watch *w;
 
 	list_for_each_entry(w, &ctx->persist, node) {
 		unsigned long start = max(range->start, w->start);
@@ -154,7 +159,7 @@ static unsigned int mw_fire_persistent(struct mw_ctx *ctx,
 			w->raced = true;
 			continue;
 		}
-		*wake |= mw_note_locked(ctx, w, start, end, reason);
+		*wake |= mmuwatch_note_locked(ctx, w, start, end, reason);
 		trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
 					  range->event, reason, true);
 		fired++;
@@ -167,22 +172,22 @@ static unsigned int mw_fire_persistent(struct mw_ctx *ctx,
  * when the caller may drop the lock and come back (*more is then set).
  * Returns the count killed.
  */
-static unsigned int mw_fire_oneshot(struct mw_ctx *ctx,
-				    const struct mmu_notifier_range *range,
+static unsigned int mmuwatch_fire_oneshot(struct mmuwatch_ctx *ctx,
+					  const struct mmu_notifier_range *range,
 				    u32 reason, bool batch, bool *wake,
 				    bool *more)
 {
 	unsigned long last = range->end - 1;
-	struct mw_watch *w, *next;
+	struct mmuwatch_watch *w, *next;
 	unsigned int killed = 0;
 
 	*more = false;
-	for (w = mw_it_iter_first(&ctx->tree, range->start, last); w;
+	for (w = mmuwatch_it_iter_first(&ctx->tree, range->start, last); w;
 	     w = next) {
 		unsigned long start = max(range->start, w->start);
 		unsigned long end = min(range->end, w->end);
 
-		next = mw_it_iter_next(w, range->start, last);
+		next = mmuwatch_it_iter_next(w, range->start, last);
 		if (w->state == MW_W_NEW) {
 			/* WATCH sees it and kills it: one event */
 			w->raced = true;
@@ -192,10 +197,10 @@ static unsigned int mw_fire_oneshot(struct mw_ctx *ctx,
 			*more = true;
 			break;
 		}
-		*wake |= mw_kill_locked(ctx, w, start, end, reason);
+		*wake |= mmuwatch_kill_locked(ctx, w, start, end, reason);
 		trace_mmuwatch_invalidate(w->cookie, w->slot, start, end,
 					  range->event, reason, true);
-		mw_free_watch(ctx, w);
+		mmuwatch_free_watch(ctx, w);
 		killed++;
 	}
 	return killed;
@@ -206,12 +211,12 @@ static unsigned int mw_fire_oneshot(struct mw_ctx *ctx,
  * NUMA hinting, fork's write protection): counted as filtered, and traced
  * per watch, only where it meets a watch of the context.
  */
-static void mw_filtered(struct mw_ctx *ctx,
-			const struct mmu_notifier_range *range,
-			enum mw_stat stat)
+static void mmuwatch_filtered(struct mmuwatch_ctx *ctx,
+			      const struct mmu_notifier_range *range,
+			enum mmuwatch_stat stat)
 {
 	unsigned long last = range->end - 1;
-	struct mw_watch *w;
+	struct mmuwatch_watch *w;
 	bool hit = false;
 
 	spin_lock(&ctx->lock);
@@ -226,8 +231,8 @@ static void mw_filtered(struct mw_ctx *ctx,
 					  min(range->end, w->end),
 					  range->event, 0, false);
 	}
-	for (w = mw_it_iter_first(&ctx->tree, range->start, last); w;
-	     w = mw_it_iter_next(w, range->start, last)) {
+	for (w = mmuwatch_it_iter_first(&ctx->tree, range->start, last); w;
+	     w = mmuwatch_it_iter_next(w, range->start, last)) {
 		hit = true;
 		if (!trace_mmuwatch_invalidate_enabled())
 			break;
@@ -239,7 +244,7 @@ static void mw_filtered(struct mw_ctx *ctx,
 out:
 	spin_unlock(&ctx->lock);
 	if (hit) {
-		mw_stat_inc(stat);
+		mmuwatch_stat_inc(stat);
 		atomic64_inc(&ctx->nr_filtered);
 	}
 }
@@ -253,21 +258,21 @@ out:
  * MW_KILL_BATCH kills: whatever it has killed is gone, so it resumes
  * where it left off.
  */
-static bool mw_invalidate(struct mmu_interval_notifier *mni,
-			  const struct mmu_notifier_range *range,
+static bool mmuwatch_invalidate(struct mmu_interval_notifier *mni,
+				const struct mmu_notifier_range *range,
 			  unsigned long cur_seq)
 {
-	struct mw_ctx *ctx = container_of(mni, struct mw_ctx, mni);
+	struct mmuwatch_ctx *ctx = container_of(mni, struct mmuwatch_ctx, mni);
 	bool blockable = mmu_notifier_range_blockable(range);
 	unsigned long fired = 0;
 	bool wake = false, more;
-	enum mw_stat stat;
+	enum mmuwatch_stat stat;
 	u32 reason;
 
-	reason = mw_classify(range->event, &stat);
+	reason = mmuwatch_classify(range->event, &stat);
 	if (!reason) {
 		/* Not an invalidation: leave the sequence alone too. */
-		mw_filtered(ctx, range, stat);
+		mmuwatch_filtered(ctx, range, stat);
 		return true;
 	}
 
@@ -277,15 +282,16 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 		spin_unlock(&ctx->lock);
 		return true;
 	}
-	fired += mw_fire_persistent(ctx, range, reason, &wake);
+	fired += mmuwatch_fire_persistent(ctx, range, reason, &wake);
 	for (;;) {
-		fired += mw_fire_oneshot(ctx, range, reason, blockable, &wake,
+		fired += mmuwatch_fire_oneshot(ctx, range, reason, blockable,
+					       &wake,
 					 &more);
 		if (!more)
 			break;
 		spin_unlock(&ctx->lock);
 		if (wake)
-			mw_ring_wake(ctx);
+			mmuwatch_ring_wake(ctx);
 		wake = false;
 		cond_resched();
 		spin_lock(&ctx->lock);
@@ -294,16 +300,16 @@ static bool mw_invalidate(struct mmu_interval_notifier *mni,
 	}
 	spin_unlock(&ctx->lock);
 	if (fired)
-		this_cpu_add(mw_stats.v[stat], fired);
+		this_cpu_add(mmuwatch_pcpu_stats.v[stat], fired);
 	if (wake)
-		mw_ring_wake(ctx);
+		mmuwatch_ring_wake(ctx);
 	if (blockable)
 		cond_resched();
 	return true;
 }
 
-static const struct mmu_interval_notifier_ops mw_mni_ops = {
-	.invalidate = mw_invalidate,
+static const struct mmu_interval_notifier_ops mmuwatch_mni_ops = {
+	.invalidate = mmuwatch_invalidate,
 };
 
 /*
@@ -314,15 +320,15 @@ static const struct mmu_interval_notifier_ops mw_mni_ops = {
  * the ends of those covering the current point (at most limit - 1 of
  * them, or we have already said no). Called with ctx->lock held.
  */
-static bool mw_depth_ok(struct mw_ctx *ctx, unsigned long start,
-			unsigned long last, unsigned int limit)
+static bool mmuwatch_depth_ok(struct mmuwatch_ctx *ctx, unsigned long start,
+			      unsigned long last, unsigned int limit)
 {
 	unsigned long ends[MW_DEPTH_CEIL];
 	unsigned int n = 0, scanned = 0, i;
-	struct mw_watch *o;
+	struct mmuwatch_watch *o;
 
-	for (o = mw_it_iter_first(&ctx->tree, start, last); o;
-	     o = mw_it_iter_next(o, start, last)) {
+	for (o = mmuwatch_it_iter_first(&ctx->tree, start, last); o;
+	     o = mmuwatch_it_iter_next(o, start, last)) {
 		unsigned long p = max(o->start, start);
 
 		if (++scanned > MW_DEPTH_SCAN)
@@ -347,9 +353,10 @@ static bool mw_depth_ok(struct mw_ctx *ctx, unsigned long start,
  * table is ENOSPC at once, and so is a range already covered
  * max_watch_depth deep.
  */
-static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
+static int mmuwatch_link_new(struct mmuwatch_ctx *ctx, struct mmuwatch_watch *w)
 {
-	unsigned int depth = min_t(unsigned int, READ_ONCE(mw_max_watch_depth),
+	unsigned int depth = min_t(unsigned int,
+				   READ_ONCE(mmuwatch_max_watch_depth),
 				   MW_DEPTH_CEIL);
 	int ret = -ENOSPC;
 
@@ -357,11 +364,11 @@ static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
 	if (!ctx->nr_free)
 		goto out;
 	if (w->persistent) {
-		if (ctx->nr_persistent >= READ_ONCE(mw_max_persistent))
+		if (ctx->nr_persistent >= READ_ONCE(mmuwatch_max_persistent))
 			goto out;
 	} else if (!ctx->exempt &&
-		   !mw_depth_ok(ctx, w->start, w->end - 1, depth)) {
-		mw_stat_inc(MW_STAT_LIMIT_DEPTH);
+		   !mmuwatch_depth_ok(ctx, w->start, w->end - 1, depth)) {
+		mmuwatch_stat_inc(MW_STAT_LIMIT_DEPTH);
 		goto out;
 	}
 	w->slot = ctx->free_slots[--ctx->nr_free];
@@ -373,7 +380,7 @@ static int mw_link_new(struct mw_ctx *ctx, struct mw_watch *w)
 		ctx->nr_persistent++;
 		list_add_tail(&w->node, &ctx->persist);
 	} else {
-		mw_it_insert(w, &ctx->tree);
+		mmuwatch_it_insert(w, &ctx->tree);
 	}
 	ret = 0;
 out:
@@ -382,20 +389,20 @@ out:
 }
 
 /* Charge the watch to the user: ENOSPC past max_user_watches/_persistent. */
-static int mw_charge_watch(struct mw_ctx *ctx, bool persistent)
+static int mmuwatch_charge_watch(struct mmuwatch_ctx *ctx, bool persistent)
 {
-	int ret = mw_user_charge(ctx, MW_U_WATCHES, 1, true);
+	int ret = mmuwatch_user_charge(ctx, MW_U_WATCHES, 1, true);
 
 	if (ret || !persistent)
 		return ret;
-	ret = mw_user_charge(ctx, MW_U_PERSISTENT, 1, true);
+	ret = mmuwatch_user_charge(ctx, MW_U_PERSISTENT, 1, true);
 	if (ret)
-		mw_user_uncharge(ctx, MW_U_WATCHES, 1);
+		mmuwatch_user_uncharge(ctx, MW_U_WATCHES, 1);
 	return ret;
 }
 
 /* The context's notifier, inserted once by the first WATCH. */
-static int mw_mni_ensure(struct mw_ctx *ctx)
+static int mmuwatch_mni_ensure(struct mmuwatch_ctx *ctx)
 {
 	int ret = 0;
 
@@ -406,7 +413,7 @@ static int mw_mni_ensure(struct mw_ctx *ctx)
 	if (!ctx->mni_on) {
 		ret = mmu_interval_notifier_insert(&ctx->mni, ctx->mm, 0,
 						   ctx->mm->task_size,
-						   &mw_mni_ops);
+						   &mmuwatch_mni_ops);
 		if (!ret) /* inserted before anyone skips the mutex */
 			smp_store_release(&ctx->mni_on, true);
 	}
@@ -422,8 +429,8 @@ static int mw_mni_ensure(struct mw_ctx *ctx)
  * over its whole range (its token is still returned: the word says
  * INVALID); a raced persistent one stays with one CLEAR.
  */
-static void mw_publish(struct mw_ctx *ctx, struct mw_watch *w,
-		       struct mmuwatch_range *r)
+static void mmuwatch_publish(struct mmuwatch_ctx *ctx, struct mmuwatch_watch *w,
+			     struct mmuwatch_range *r)
 {
 	bool wake = false, raced, dead = false;
 
@@ -434,29 +441,29 @@ static void mw_publish(struct mw_ctx *ctx, struct mw_watch *w,
 	r->token = w->token;
 	ctx->nr_watched++;
 	if (raced && !w->persistent) {
-		wake = mw_kill_locked(ctx, w, w->start, w->end,
-				      MMUWATCH_REASON_CLEAR);
+		wake = mmuwatch_kill_locked(ctx, w, w->start, w->end,
+					    MMUWATCH_REASON_CLEAR);
 		dead = true;
 	} else {
 		if (raced)
-			wake = mw_note_locked(ctx, w, w->start, w->end,
-					      MMUWATCH_REASON_CLEAR);
+			wake = mmuwatch_note_locked(ctx, w, w->start, w->end,
+						    MMUWATCH_REASON_CLEAR);
 		WRITE_ONCE(ctx->words[w->slot], w->token);
 		w->state = MW_W_ACTIVE;
 	}
 	spin_unlock(&ctx->lock);
 	if (dead)
-		mw_free_watch(ctx, w);
+		mmuwatch_free_watch(ctx, w);
 	if (raced)
-		mw_stat_inc(MW_STAT_EV_CLEAR);
+		mmuwatch_stat_inc(MW_STAT_EV_CLEAR);
 	if (wake)
-		mw_ring_wake(ctx);
+		mmuwatch_ring_wake(ctx);
 }
 
-int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
+int mmuwatch_watch_one(struct mmuwatch_ctx *ctx, struct mmuwatch_range *r)
 {
 	unsigned long start, end;
-	struct mw_watch *w;
+	struct mmuwatch_watch *w;
 	bool persistent;
 	u64 last;
 	int ret;
@@ -471,52 +478,53 @@ int mw_watch_one(struct mw_ctx *ctx, struct mmuwatch_range *r)
 	end = PAGE_ALIGN(last);
 	persistent = !!(r->flags & MMUWATCH_WATCH_F_PERSISTENT);
 
-	ret = mw_ctx_ensure_ready(ctx);
+	ret = mmuwatch_ctx_ensure_ready(ctx);
 	if (ret)
 		return ret;
-	if (persistent && !READ_ONCE(mw_max_persistent))
+	if (persistent && !READ_ONCE(mmuwatch_max_persistent))
 		return -ENOSPC;
-	ret = mw_mni_ensure(ctx);
+	ret = mmuwatch_mni_ensure(ctx);
 	if (ret)
 		return ret;
-	ret = mw_charge_watch(ctx, persistent);
+	ret = mmuwatch_charge_watch(ctx, persistent);
 	if (ret)
 		goto out_trace;
 	ret = -ENOMEM;
-	w = kmem_cache_zalloc(mw_watch_cache, MW_GFP);
+	w = kmem_cache_zalloc(mmuwatch_watch_cache, MW_GFP);
 	if (!w)
 		goto out_uncharge;
 	w->start = start;
 	w->end = end;
 	w->cookie = r->cookie;
 	w->persistent = persistent;
-	ret = mw_link_new(ctx, w);
+	ret = mmuwatch_link_new(ctx, w);
 	if (ret) {
-		kmem_cache_free(mw_watch_cache, w);
+		kmem_cache_free(mmuwatch_watch_cache, w);
 		goto out_uncharge;
 	}
-	atomic_long_inc(&mw_nr_watches);
-	mw_stat_inc(MW_STAT_WATCHES_TOTAL);
-	mw_publish(ctx, w, r);
+	atomic_long_inc(&mmuwatch_nr_watches);
+	mmuwatch_stat_inc(MW_STAT_WATCHES_TOTAL);
+	mmuwatch_publish(ctx, w, r);
 	ret = 0;
 	goto out_trace;
 
 out_uncharge:
-	mw_uncharge_watch(ctx, persistent);
+	mmuwatch_uncharge_watch(ctx, persistent);
 out_trace:
 	trace_mmuwatch_watch(r->cookie, ret ? U32_MAX : r->slot,
 			     ret ? 0 : r->token, start, end, persistent, ret);
 	return ret;
 }
 
-int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u)
+int mmuwatch_unwatch_one(struct mmuwatch_ctx *ctx,
+			 const struct mmuwatch_unwatch *u)
 {
-	struct mw_watch *w = NULL;
+	struct mmuwatch_watch *w = NULL;
 	u32 slot = u->slot;
 
 	if (u->reserved)
 		return -EINVAL;
-	if (!mw_ctx_ready(ctx))
+	if (!mmuwatch_ctx_ready(ctx))
 		return -ENOENT;
 
 	spin_lock(&ctx->lock);
@@ -529,21 +537,21 @@ int mw_unwatch_one(struct mw_ctx *ctx, const struct mmuwatch_unwatch *u)
 	}
 	/* Stale readers must see "changed" from now on. */
 	WRITE_ONCE(ctx->words[w->slot], w->token | MMUWATCH_WORD_INVALID);
-	mw_unlink_locked(ctx, w);
+	mmuwatch_unlink_locked(ctx, w);
 	spin_unlock(&ctx->lock);
 
 	trace_mmuwatch_unwatch(w->cookie, slot, u->token, w->start, w->end,
 			       w->persistent, 0);
-	mw_free_watch(ctx, w);
-	mw_stat_inc(MW_STAT_UNWATCHES);
+	mmuwatch_free_watch(ctx, w);
+	mmuwatch_stat_inc(MW_STAT_UNWATCHES);
 	return 0;
 }
 
 /* Context teardown: no ioctl can run any more (the file is being released). */
-void mw_watches_release(struct mw_ctx *ctx)
+void mmuwatch_watches_release(struct mmuwatch_ctx *ctx)
 {
 	unsigned long n = 0, np = 0;
-	struct mw_watch *w, *tmp;
+	struct mmuwatch_watch *w, *tmp;
 
 	/* From here on the callback leaves every watch of this context alone. */
 	spin_lock(&ctx->lock);
@@ -554,18 +562,18 @@ void mw_watches_release(struct mw_ctx *ctx)
 		mmu_interval_notifier_remove(&ctx->mni);
 
 	rbtree_postorder_for_each_entry_safe(w, tmp, &ctx->tree.rb_root, rb) {
-		kmem_cache_free(mw_watch_cache, w);
+		kmem_cache_free(mmuwatch_watch_cache, w);
 		n++;
 		/* A context can hold millions of watches. */
 		cond_resched();
 	}
 	ctx->tree = RB_ROOT_CACHED;
 	list_for_each_entry_safe(w, tmp, &ctx->persist, node) {
-		kmem_cache_free(mw_watch_cache, w);
+		kmem_cache_free(mmuwatch_watch_cache, w);
 		np++;
 	}
 	INIT_LIST_HEAD(&ctx->persist);
-	atomic_long_sub(n + np, &mw_nr_watches);
-	mw_user_uncharge(ctx, MW_U_WATCHES, n + np);
-	mw_user_uncharge(ctx, MW_U_PERSISTENT, np);
+	atomic_long_sub(n + np, &mmuwatch_nr_watches);
+	mmuwatch_user_uncharge(ctx, MW_U_WATCHES, n + np);
+	mmuwatch_user_uncharge(ctx, MW_U_PERSISTENT, np);
 }

@@ -312,7 +312,7 @@ __attribute__((constructor)) static void mw_mpi_init(void)
 }
 
 /* One status line, for mmuwatch-status and the demo. */
-MW_EXPORT int mw_mpi_status(char *buf, size_t len)
+MWMPI_EXPORT int mw_mpi_status(char *buf, size_t len)
 {
 	const struct mw_mpi_backend_ops *ucx = backend("ucx");
 	struct mw_mpi_stats *s = &mw_mpi_stats;

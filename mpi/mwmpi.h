@@ -22,8 +22,8 @@
 
 #include <mmuwatch/mmuwatch.h>
 
-#define MW_HIDDEN __attribute__((visibility("hidden")))
-#define MW_EXPORT __attribute__((visibility("default")))
+#define MWMPI_HIDDEN __attribute__((visibility("hidden")))
+#define MWMPI_EXPORT __attribute__((visibility("default")))
 
 /* ---- rangeq.c: bounded lock-free MPMC queue of [start, end) ranges.
  * Push never blocks, never allocates: callable from a hook inside the
@@ -42,16 +42,16 @@ struct mw_rq {
 	atomic_ulong full;			/* failed pushes */
 };
 /* cells: ncells (power of two) zeroed cells, kept by the caller. */
-MW_HIDDEN void mw_rq_init(struct mw_rq *q, struct mw_rq_cell *cells,
-			  size_t ncells);
+MWMPI_HIDDEN void mw_rq_init(struct mw_rq *q, struct mw_rq_cell *cells,
+			     size_t ncells);
 /* 0 queued, -1 full (the "all" flag is set and q->full counted). */
-MW_HIDDEN int mw_rq_push(struct mw_rq *q, uintptr_t start, uintptr_t end);
+MWMPI_HIDDEN int mw_rq_push(struct mw_rq *q, uintptr_t start, uintptr_t end);
 /* 1 and the oldest range, or 0 when empty. */
-MW_HIDDEN int mw_rq_pop(struct mw_rq *q, uintptr_t *start, uintptr_t *end);
+MWMPI_HIDDEN int mw_rq_pop(struct mw_rq *q, uintptr_t *start, uintptr_t *end);
 /* 1 once per overflow (clears the flag). */
-MW_HIDDEN int mw_rq_take_all(struct mw_rq *q);
+MWMPI_HIDDEN int mw_rq_take_all(struct mw_rq *q);
 /* Cheap check (a few loads): something to pop or the flag set. */
-MW_HIDDEN int mw_rq_pending(struct mw_rq *q);
+MWMPI_HIDDEN int mw_rq_pending(struct mw_rq *q);
 
 /* The conservative "everything changed" range for a consumer that cannot
  * tell which ranges it missed (x86-64 4-level user address space). */
@@ -65,37 +65,37 @@ MW_HIDDEN int mw_rq_pending(struct mw_rq *q);
  * calls are made under it. ---- */
 #define MW_SUB_FI  1U	/* subscribed by the libfabric monitor */
 #define MW_SUB_UCX 2U	/* registration watched for UCX forwarding */
-MW_HIDDEN int mw_subs_init(size_t capacity);
+MWMPI_HIDDEN int mw_subs_init(size_t capacity);
 /* Add a reference for [start,end) owner, watching it (again, when the
  * entry's watch was invalidated). 0 or -errno (ENOSPC when full). */
-MW_HIDDEN int mw_subs_add(uintptr_t start, uintptr_t end, unsigned owner);
-MW_HIDDEN void mw_subs_del(uintptr_t start, uintptr_t end, unsigned owner);
+MWMPI_HIDDEN int mw_subs_add(uintptr_t start, uintptr_t end, unsigned owner);
+MWMPI_HIDDEN void mw_subs_del(uintptr_t start, uintptr_t end, unsigned owner);
 /* 1 valid (mw_watch_valid() of the entry's watch), 0 invalid/unknown. */
-MW_HIDDEN int mw_subs_valid(uintptr_t start, uintptr_t end);
-MW_HIDDEN size_t mw_subs_count(void);
+MWMPI_HIDDEN int mw_subs_valid(uintptr_t start, uintptr_t end);
+MWMPI_HIDDEN size_t mw_subs_count(void);
 /* The consumer of invalidated ranges that libfabric references (the
  * libfabric backend registers it; lock-free, any context). Set before the
  * first MW_SUB_FI add; NULL: nobody is told. */
 typedef void (*mw_subs_invalid_fn)(uintptr_t start, uintptr_t end);
-MW_HIDDEN void mw_subs_on_fi_invalid(mw_subs_invalid_fn fn);
+MWMPI_HIDDEN void mw_subs_on_fi_invalid(mw_subs_invalid_fn fn);
 /* fork: lock in prepare, unlock in the parent; in the child the lock is
  * re-initialised and every inherited entry reads invalid. */
-MW_HIDDEN void mw_subs_atfork_prepare(void);
-MW_HIDDEN void mw_subs_atfork_parent(void);
-MW_HIDDEN void mw_subs_atfork_child(void);
+MWMPI_HIDDEN void mw_subs_atfork_prepare(void);
+MWMPI_HIDDEN void mw_subs_atfork_parent(void);
+MWMPI_HIDDEN void mw_subs_atfork_child(void);
 
 /* ---- core.c ---- */
 /* The library's source, or NONE when the glue is off. */
-MW_HIDDEN enum mw_source mw_mpi_source(void);
-MW_HIDDEN const char *mw_mpi_source_name(void);
-MW_HIDDEN void mw_mpi_log(const char *fmt, ...)
+MWMPI_HIDDEN enum mw_source mw_mpi_source(void);
+MWMPI_HIDDEN const char *mw_mpi_source_name(void);
+MWMPI_HIDDEN void mw_mpi_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
-MW_HIDDEN int mw_mpi_env_bool(const char *name, int def);
+MWMPI_HIDDEN int mw_mpi_env_bool(const char *name, int def);
 /* Wake the glue thread (lock-free, malloc-free, keeps errno). */
-MW_HIDDEN void mw_mpi_kick(void);
+MWMPI_HIDDEN void mw_mpi_kick(void);
 /* Start the glue thread if it should run and does not (lazy; again in a
  * forked child). */
-MW_HIDDEN void mw_mpi_ensure_thread(void);
+MWMPI_HIDDEN void mw_mpi_ensure_thread(void);
 
 /*
  * A backend of the glue (fi_monitor.c: libfabric; ucx_fwd.c: UCX), as the
@@ -123,7 +123,7 @@ struct mw_mpi_backend_ops {
 	/* A mode shown as <name>_kmode in the status line. NULL: none. */
 	const char *(*kmode)(void);
 };
-MW_HIDDEN void mw_mpi_backend_register(const struct mw_mpi_backend_ops *ops);
+MWMPI_HIDDEN void mw_mpi_backend_register(const struct mw_mpi_backend_ops *ops);
 
 /* ---- fi_monitor.c: only its ops, and its consumer of invalidated
  * ranges registered with subs.c (mw_subs_on_fi_invalid). ---- */
@@ -133,11 +133,11 @@ MW_HIDDEN void mw_mpi_backend_register(const struct mw_mpi_backend_ops *ops);
  * the library's pending events (mw_events_progress), then every queued
  * release goes to UCX, in the calling thread, before UCX looks at its
  * cache. */
-MW_HIDDEN void mw_ucx_sync(void);
-MW_HIDDEN const char *mw_ucx_state(void);
+MWMPI_HIDDEN void mw_ucx_sync(void);
+MWMPI_HIDDEN const char *mw_ucx_state(void);
 /* Kernel mode, UCX found, no whole-address-space stream: the ibv_reg_mr
  * interposer watches what UCX registers. */
-MW_HIDDEN int mw_ucx_wants_watch(void);
+MWMPI_HIDDEN int mw_ucx_wants_watch(void);
 
 /* Counters shown by mw_mpi_status(). */
 struct mw_mpi_stats {
@@ -146,6 +146,6 @@ struct mw_mpi_stats {
 		ucx_qfull, ucx_flush_all, ring_events, hook_releases,
 		watch_fail, forks;
 };
-MW_HIDDEN extern struct mw_mpi_stats mw_mpi_stats;
+MWMPI_HIDDEN extern struct mw_mpi_stats mw_mpi_stats;
 
 #endif /* MW_MPI_H */

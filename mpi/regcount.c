@@ -10,13 +10,13 @@
 
 #include "ibvsym.h"
 
-#define MW_EXPORT __attribute__((visibility("default")))
+#define SHIM_EXPORT __attribute__((visibility("default")))
 
 static atomic_ulong n_reg, n_dereg, n_bytes;
 
 #undef ibv_reg_mr
-MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
-				    size_t length, int access)
+SHIM_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				      size_t length, int access)
 {
 	static reg_fn real;
 	struct ibv_mr *mr;
@@ -31,9 +31,9 @@ MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
 	return mr;
 }
 
-MW_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
-					  size_t length, uint64_t iova,
-					  unsigned int access)
+SHIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					    size_t length, uint64_t iova,
+					    unsigned int access)
 {
 	static reg2_fn real;
 	struct ibv_mr *mr;
@@ -48,7 +48,7 @@ MW_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	return mr;
 }
 
-MW_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+SHIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	static dereg_fn real;
 	int ret;
@@ -62,7 +62,7 @@ MW_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /* regs, deregs, registered bytes (cumulative). */
-MW_EXPORT void mw_regcount_get(unsigned long out[3])
+SHIM_EXPORT void mw_regcount_get(unsigned long out[3])
 {
 	out[0] = atomic_load(&n_reg);
 	out[1] = atomic_load(&n_dereg);

@@ -29,14 +29,14 @@ static void *next_ucp(const char *name)
 	return h ? dlsym(h, name) : NULL;
 }
 
-#define MW_UCP_WRAP(ret, name, params, args)				\
-	MW_EXPORT ret name params					\
-	{								\
-		static ret (*real) params;				\
-		if (!real)						\
-			real = (ret (*) params)next_ucp(#name);		\
-		mw_ucx_sync();						\
-		return real args;					\
+#define MW_UCP_WRAP(ret, name, params, args)                                   \
+	MWMPI_EXPORT ret name params                                           \
+	{                                                                      \
+		static ret(*real) params;                                      \
+		if (!real)                                                     \
+			real = (ret(*) params)next_ucp(#name);                 \
+		mw_ucx_sync();                                                 \
+		return real args;                                              \
 	}
 
 MW_UCP_WRAP(ucs_status_ptr_t, ucp_tag_send_nbx,

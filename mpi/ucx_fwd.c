@@ -332,8 +332,8 @@ static void watch_post(int watched, struct ibv_mr *mr, void *addr,
 }
 
 #undef ibv_reg_mr
-MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
-				    size_t length, int access)
+MWMPI_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+				       size_t length, int access)
 {
 	static reg_fn real;
 	struct ibv_mr *mr;
@@ -348,9 +348,9 @@ MW_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
 	return mr;
 }
 
-MW_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
-					  size_t length, uint64_t iova,
-					  unsigned int access)
+MWMPI_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					     size_t length, uint64_t iova,
+					     unsigned int access)
 {
 	static reg2_fn real;
 	struct ibv_mr *mr;
@@ -365,7 +365,7 @@ MW_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	return mr;
 }
 
-MW_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+MWMPI_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	static dereg_fn real;
 	uintptr_t s = 0;

@@ -122,7 +122,7 @@ static bool watch_errno_ok(int err)
  * splits it inside the block makes the kernel call __split_huge_pmd(),
  * which notifies CLEAR over the whole block whether or not a huge page is
  * there (measured on 6.1 and 6.12 with MADV_NOHUGEPAGE: see
- * sources_test's split.* tests), invalidating untouched neighbours. That
+ * merge_test's split_vma tests), invalidating untouched neighbours. That
  * is the kernel erring on the safe side, not a change of the pages, and
  * not what this test is about. MADV_NOHUGEPAGE keeps khugepaged out.
  */

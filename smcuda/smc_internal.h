@@ -16,7 +16,7 @@
 #include "mmuwatch/smcuda.h"
 #include "fifo.h"
 
-#define MW_HIDDEN __attribute__((visibility("hidden")))
+#define SMC_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- shared segment layout ---- */
 #define SEG_MAGIC 0x6d77736d63756461ull	/* "mwsmcuda" */
@@ -157,13 +157,13 @@ struct mw_cu {
 	CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice);
 };
 
-MW_HIDDEN extern struct mw_cu mw_cu;
+SMC_HIDDEN extern struct mw_cu mw_cu;
 /* Count every driver call smcuda makes. */
 #define CU(fn, ...) (atomic_fetch_add_explicit(&mw_cu.calls, 1, \
 			memory_order_relaxed), mw_cu.fn(__VA_ARGS__))
 
-MW_HIDDEN int mw_cu_load(void);		/* 0 or -errno */
-MW_HIDDEN bool mw_cu_driver_present(void);	/* without loading it */
+SMC_HIDDEN int mw_cu_load(void);	    /* 0 or -errno */
+SMC_HIDDEN bool mw_cu_driver_present(void); /* without loading it */
 
 /* What a buffer is. */
 struct mw_buf {
@@ -175,12 +175,12 @@ struct mw_buf {
 };
 
 struct mw_smc;
-MW_HIDDEN int mw_buf_classify(struct mw_smc *c, const void *p, size_t len,
-			      struct mw_buf *b);
-MW_HIDDEN int mw_cuda_ready(struct mw_smc *c);	/* context current */
-MW_HIDDEN int mw_cuda_err(struct mw_smc *c, const char *what, CUresult r);
-MW_HIDDEN int mw_cuda_copy_sync(struct mw_smc *c, void *dst,
-				const void *src, size_t n);
+SMC_HIDDEN int mw_buf_classify(struct mw_smc *c, const void *p, size_t len,
+			       struct mw_buf *b);
+SMC_HIDDEN int mw_cuda_ready(struct mw_smc *c); /* context current */
+SMC_HIDDEN int mw_cuda_err(struct mw_smc *c, const char *what, CUresult r);
+SMC_HIDDEN int mw_cuda_copy_sync(struct mw_smc *c, void *dst, const void *src,
+				 size_t n);
 
 /* ---- remote handle cache (per peer) ---- */
 struct hc_entry {
@@ -310,35 +310,35 @@ struct mw_smc {
 };
 
 /* segment.c */
-MW_HIDDEN int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg);
-MW_HIDDEN void mw_seg_close(struct mw_smc *c);
-MW_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
-MW_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
-MW_HIDDEN uint64_t mw_now_ms(void);
+SMC_HIDDEN int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg);
+SMC_HIDDEN void mw_seg_close(struct mw_smc *c);
+SMC_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
+SMC_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
+SMC_HIDDEN uint64_t mw_now_ms(void);
 /* C/R restart: publish this (restored) task's start time again. */
-MW_HIDDEN void mw_seg_restarted(struct mw_smc *c);
+SMC_HIDDEN void mw_seg_restarted(struct mw_smc *c);
 
 /* cr.c */
-MW_HIDDEN void mw_smc_cr_add(struct mw_smc *c);
-MW_HIDDEN void mw_smc_cr_remove(struct mw_smc *c);
+SMC_HIDDEN void mw_smc_cr_add(struct mw_smc *c);
+SMC_HIDDEN void mw_smc_cr_remove(struct mw_smc *c);
 
 /* ipc_state.c */
-MW_HIDDEN void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep);
-MW_HIDDEN void mw_ipc_on_ctl(struct mw_smc *c, struct mw_ep *ep,
-			     const struct msg_hdr *h);
-MW_HIDDEN int mw_ctl_send(struct mw_smc *c, struct mw_ep *ep, uint32_t type,
-			  uint32_t seq, uint32_t arg);
-MW_HIDDEN int mw_global_rank(struct mw_smc *c, int local);
+SMC_HIDDEN void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep);
+SMC_HIDDEN void mw_ipc_on_ctl(struct mw_smc *c, struct mw_ep *ep,
+			      const struct msg_hdr *h);
+SMC_HIDDEN int mw_ctl_send(struct mw_smc *c, struct mw_ep *ep, uint32_t type,
+			   uint32_t seq, uint32_t arg);
+SMC_HIDDEN int mw_global_rank(struct mw_smc *c, int local);
 
 /* hcache.c */
-MW_HIDDEN int mw_hc_init(struct mw_smc *c, struct mw_ep *ep);
-MW_HIDDEN int mw_hc_get(struct mw_smc *c, struct mw_ep *ep,
-			const struct msg_ipc *m, struct hc_entry **out,
-			CUdeviceptr *local);
-MW_HIDDEN void mw_hc_put(struct mw_smc *c, struct mw_ep *ep,
-			 struct hc_entry *he);
-MW_HIDDEN void mw_hc_purge(struct mw_smc *c, struct mw_ep *ep, bool all);
-MW_HIDDEN void mw_hc_free(struct mw_smc *c, struct mw_ep *ep);
+SMC_HIDDEN int mw_hc_init(struct mw_smc *c, struct mw_ep *ep);
+SMC_HIDDEN int mw_hc_get(struct mw_smc *c, struct mw_ep *ep,
+			 const struct msg_ipc *m, struct hc_entry **out,
+			 CUdeviceptr *local);
+SMC_HIDDEN void mw_hc_put(struct mw_smc *c, struct mw_ep *ep,
+			  struct hc_entry *he);
+SMC_HIDDEN void mw_hc_purge(struct mw_smc *c, struct mw_ep *ep, bool all);
+SMC_HIDDEN void mw_hc_free(struct mw_smc *c, struct mw_ep *ep);
 
 /* evring.c */
 /* A copy's completion: called once per entry, after it left the ring, with
@@ -350,32 +350,31 @@ typedef void (*mw_ring_done_fn)(struct mw_smc *c, const struct ring_ent *e,
  * channel): xfer.c's IPC copies are the ring's only consumer. Process-wide
  * rather than per entry or per channel: struct mw_smc and struct ring_ent
  * keep their layout (the library's ABI baseline records it). */
-MW_HIDDEN void mw_ring_on_complete(mw_ring_done_fn fn);
-MW_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
-MW_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
-MW_HIDDEN void mw_ring_drain(struct mw_smc *c);
-MW_HIDDEN void mw_ring_free(struct mw_smc *c);
+SMC_HIDDEN void mw_ring_on_complete(mw_ring_done_fn fn);
+SMC_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
+SMC_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
+SMC_HIDDEN void mw_ring_drain(struct mw_smc *c);
+SMC_HIDDEN void mw_ring_free(struct mw_smc *c);
 
 /* peer.c */
-MW_HIDDEN void mw_peer_path_init(struct mw_smc *c);
-MW_HIDDEN bool mw_peer_path_want(const struct mw_smc *c,
-				 const struct mw_smc_req *r);
-MW_HIDDEN bool mw_peer_path_rts(struct mw_smc *c, struct mw_smc_req *r,
-				struct msg_peer *m);
-MW_HIDDEN void mw_peer_path_settled(struct mw_smc *c, struct mw_smc_req *r,
-				    const struct msg_hdr *h);
-MW_HIDDEN void mw_peer_path_recv(struct mw_smc *c, struct mw_ep *ep,
-				 struct mw_smc_req *r,
-				 const struct msg_peer *m);
+SMC_HIDDEN void mw_peer_path_init(struct mw_smc *c);
+SMC_HIDDEN bool mw_peer_path_want(const struct mw_smc *c,
+				  const struct mw_smc_req *r);
+SMC_HIDDEN bool mw_peer_path_rts(struct mw_smc *c, struct mw_smc_req *r,
+				 struct msg_peer *m);
+SMC_HIDDEN void mw_peer_path_settled(struct mw_smc *c, struct mw_smc_req *r,
+				     const struct msg_hdr *h);
+SMC_HIDDEN void mw_peer_path_recv(struct mw_smc *c, struct mw_ep *ep,
+				  struct mw_smc_req *r,
+				  const struct msg_peer *m);
 
 /* xfer.c */
-MW_HIDDEN int mw_progress(struct mw_smc *c);
-MW_HIDDEN void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r,
-			     int err);
-MW_HIDDEN bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
-				  struct mw_smc_req *r, int path);
-MW_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
-MW_HIDDEN void mw_flush_ctl(struct mw_ep *ep);
-MW_HIDDEN void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r);
+SMC_HIDDEN int mw_progress(struct mw_smc *c);
+SMC_HIDDEN void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r, int err);
+SMC_HIDDEN bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
+				   struct mw_smc_req *r, int path);
+SMC_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
+SMC_HIDDEN void mw_flush_ctl(struct mw_ep *ep);
+SMC_HIDDEN void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r);
 
 #endif

@@ -6,7 +6,7 @@
  * test variant defines mw_test_support_drop) and what it does with the
  * test flags: the shipped one refuses each with MW_EFLAGS and an error
  * line naming it test-only; the test one takes them. Run under the other
- * variant, this check fails (the negative control, tests/run-host.sh).
+ * variant, this check fails (the negative control, tests/run.sh).
  */
 #include <dlfcn.h>
 #include <stdint.h>

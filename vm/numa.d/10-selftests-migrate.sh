@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Guest, booted with two NUMA nodes (vm/check-numa.sh, MW_VM_NUMA=2): the
-# page-migration tests of sources_test (move_pages, migrate_pages), which
+# page-migration tests of migrate_test (move_pages, migrate_pages), which
 # skip in the one-node boot of vm/tests.d. Fails if the guest does not
 # really have two nodes, so a launcher that lost its -numa options cannot
 # pass by skipping.

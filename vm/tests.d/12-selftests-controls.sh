@@ -3,7 +3,7 @@
 # Guest: negative controls of the invalidation-source and soak selftests
 # (their positive runs are part of 10-selftests.sh). Each must fail in the
 # expected way, proving that those tests can fail:
-#  - sources_test, hugetlb fixture, every event reported one page off
+#  - hugetlb_test (hugetlbfs invalidation), every event reported one page off
 #    (MWT_MUTATE=1): the three tests that check an event fail, the control
 #    that expects none (a hugetlb fault) passes;
 #  - soak_test with MWT_SOAK_CONTROL=1 (the munmap whose effect it checks is
@@ -30,14 +30,14 @@ tap() { # ok|not-ok description
 echo "TAP version 13"
 echo "1..6"
 
-out=$(MWT_FIXTURES=hugetlb MWT_MUTATE=1 "$BIN/sources_test" 2>&1)
+out=$(MWT_MUTATE=1 "$BIN/hugetlb_test" 2>&1)
 printf '%s\n' "$out" | grep -E '^(not )?ok ' | grep -v 'not in MWT_FIXTURES' | sed 's/^/#   mutated: /'
 tot=$(printf '%s\n' "$out" | grep '^# Totals:')
 if [[ "$tot" == "# Totals: pass:1 fail:3 "* ]] &&
 	printf '%s\n' "$out" | grep -q '^ok .* hugetlb.control_fault_in$'; then
-	tap ok "sources.mutated_events_fail ($tot)"
+	tap ok "hugetlb.mutated_events_fail ($tot)"
 else
-	tap not-ok "sources.mutated_events_fail (expected pass:1 fail:3, got: $tot)"
+	tap not-ok "hugetlb.mutated_events_fail (expected pass:1 fail:3, got: $tot)"
 fi
 
 out=$(MWT_SOAK_CONTROL=1 MWT_SOAK_SECS=3 MWT_SOAK_PROCS=2 MWT_SOAK_THREADS=2 "$BIN/soak_test" 2>&1)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mwmpi.h"
+#include "mpi/mwmpi.h"
 
 /* ---- fake libmmuwatch ---- */
 #define FSLOTS 4096

@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rawsys.h"
+#include "mpi/rawsys.h"
 
 enum kind { K_MUNMAP, K_RAW, K_REUSE };
 static const char *const kind_name[] = {"munmap", "raw", "reuse"};

@@ -27,10 +27,10 @@
 #include <ucm/api/ucm.h>
 #include <unistd.h>
 
-#include "mwmpi.h"
-#include "rawsys.h"
+#include "mpi/mwmpi.h"
+#include "mpi/rawsys.h"
 
-MW_EXPORT int mw_mpi_status(char *buf, size_t len);
+MWMPI_EXPORT int mw_mpi_status(char *buf, size_t len);
 
 static _Atomic uintptr_t target;
 static atomic_int seen;

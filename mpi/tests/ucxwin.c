@@ -22,7 +22,7 @@
 #include <ucm/api/ucm.h>
 #include <unistd.h>
 
-#include "rawsys.h"
+#include "mpi/rawsys.h"
 
 static _Atomic uintptr_t target;
 static atomic_llong seen_ns;

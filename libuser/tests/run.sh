@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Host tests of the library core (no module here): sources none and hooks.
 # The kernel-source runs (fork_nodev among them) are in the VM
-# (vm/tests.d/30-rcache-api.sh).   tests/run-host.sh BINDIR
+# (vm/tests.d/30-rcache-api.sh).   tests/run.sh BINDIR
 set -u
-T=${1:?usage: run-host.sh BINDIR}
+T=${1:?usage: run.sh BINDIR}
 export MMUWATCH_LEAVE_PINNED=1	# let the hooks source activate on this host
 SOURCES="none hooks"
 if [ "${MW_SAN:-}" = asan ]; then
-	# ASan cannot live with the hooks' allocator (see rcache/tests/run-host.sh).
+	# ASan cannot live with the hooks' allocator (see rcache/tests/run.sh).
 	unset MMUWATCH_LEAVE_PINNED
 	export MMUWATCH_HOOKS_DISABLE=1
 	SOURCES=none

@@ -6,7 +6,7 @@
 # plain program and into MPI programs (shared memory) in "none" and "hooks"
 # mode, the environment switches, and churn's own negative control.
 set -u
-B=${1:?usage: host-check.sh BUILD_DIR}
+B=${1:?usage: run.sh BUILD_DIR}
 fail=0
 t() { if "$@"; then echo "PASS: ${MSG}"; else echo "FAIL: ${MSG}"; fail=1; fi; }
 

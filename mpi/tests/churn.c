@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rawsys.h"
+#include "mpi/rawsys.h"
 
 enum kind { K_MALLOC, K_MUNMAP, K_RAW, K_MIXED, K_REUSE };
 static const char *const kind_name[] = { "malloc", "munmap", "raw", "mixed",

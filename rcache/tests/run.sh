@@ -7,9 +7,9 @@
 # The tests run the shipped library; the negative controls (test flags)
 # run the test variant, swapped in by LD_LIBRARY_PATH ($TV): it has the
 # same soname. The shipped library must refuse those flags (first check).
-#   tests/run-host.sh BINDIR   (MW_LIBT: the test variant's directory)
+#   tests/run.sh BINDIR   (MW_LIBT: the test variant's directory)
 set -u
-T=${1:?usage: run-host.sh BINDIR}
+T=${1:?usage: run.sh BINDIR}
 LIBT=${MW_LIBT:-$(cd "$T/../../lib/test" && pwd)}
 TV="env LD_LIBRARY_PATH=$LIBT"
 SEED=${MW_FUZZ_SEED:-$(( $(date +%s) ^ $$ ))}
