@@ -376,5 +376,16 @@ SMC_HIDDEN bool mw_rndv_recv_start(struct mw_smc *c, struct mw_ep *ep,
 SMC_HIDDEN void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep);
 SMC_HIDDEN void mw_flush_ctl(struct mw_ep *ep);
 SMC_HIDDEN void mw_req_reap(struct mw_smc *c, struct mw_smc_req *r);
+SMC_HIDDEN void mw_req_list_add(struct req_list *l, struct mw_smc_req *r);
+SMC_HIDDEN void mw_req_list_del(struct req_list *l, struct mw_smc_req *r);
+/* Copy between a request's buffer and host memory. */
+SMC_HIDDEN int mw_req_copy(struct mw_smc *c, struct mw_smc_req *r, bool to_req,
+			   size_t off, void *host, size_t n);
+/* xfer_send.c */
+SMC_HIDDEN void mw_send_progress(struct mw_smc *c, struct mw_ep *ep);
+SMC_HIDDEN void mw_send_on_fin_nak(struct mw_smc *c, struct mw_ep *ep,
+				   const struct msg_hdr *h);
+/* xfer_recv.c */
+SMC_HIDDEN void mw_recv_progress(struct mw_smc *c, struct mw_ep *ep);
 
 #endif
