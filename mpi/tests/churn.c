@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "churn_common.h"
 #include "mpi/rawsys.h"
 
 enum kind { K_MALLOC, K_MUNMAP, K_RAW, K_MIXED, K_REUSE };
@@ -105,17 +106,6 @@ static inline unsigned char pat(int iter, int src, size_t i)
 	return v == 0xA5 ? 0x5A : v;
 }
 
-static void regcount(unsigned long out[3])
-{
-	void (*get)(unsigned long *) =
-		(void (*)(unsigned long *))dlsym(RTLD_DEFAULT,
-						 "mw_regcount_get");
-
-	out[0] = out[1] = out[2] = (unsigned long)-1;
-	if (get)
-		get(out);
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: churn [-n iters] [-s bytes] "
@@ -127,7 +117,7 @@ int main(int argc, char **argv)
 	unsigned long long bad = 0, bad_all = 0;
 	long long bad_iters = 0, bad_iters_all = 0;
 	unsigned long rc[3], rc_all[3];
-	int quiet = 0, opt, partner, i;
+	int quiet, partner;
 	int sabotage = getenv("MW_CHURN_SABOTAGE") != NULL;
 	struct buf sb, rb;
 	double t0, t1;
@@ -135,32 +125,16 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	while ((opt = getopt(argc, argv, "n:s:m:q")) != -1) {
-		switch (opt) {
-		case 'n':
-			iters = atoi(optarg);
-			break;
-		case 's':
-			size = strtoull(optarg, NULL, 0);
-			break;
-		case 'm':
-			for (i = 0; i <= K_REUSE; i++)
-				if (!strcmp(optarg, kind_name[i]))
-					break;
-			if (i > K_REUSE) {
-				usage();
-				MPI_Abort(MPI_COMM_WORLD, 1);
-			}
-			kind = (enum kind)i;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		default:
-			usage();
-			MPI_Abort(MPI_COMM_WORLD, 1);
-		}
+	struct churn_opts o = { iters, size, kind, 0 };
+
+	if (churn_parse(argc, argv, kind_name, K_REUSE + 1, &o)) {
+		usage();
+		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
+	iters = o.iters;
+	size = o.size;
+	kind = (enum kind)o.kind;
+	quiet = o.quiet;
 	if (iters < 1 || size < 4096 || nranks % 2) {
 		if (!rank)
 			fprintf(stderr, "churn: need iters >= 1, size >= 4096, "
@@ -210,7 +184,7 @@ int main(int argc, char **argv)
 		}
 	}
 	t1 = MPI_Wtime();
-	regcount(rc);
+	churn_regcount(rc);
 	MPI_Reduce(&bad, &bad_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
 		   MPI_COMM_WORLD);
 	MPI_Reduce(&bad_iters, &bad_iters_all, 1, MPI_LONG_LONG, MPI_SUM, 0,

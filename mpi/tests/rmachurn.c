@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "churn_common.h"
 #include "mpi/rawsys.h"
 
 enum kind { K_MUNMAP, K_RAW, K_REUSE };
@@ -100,21 +101,11 @@ static unsigned long long count_bad(const unsigned char *p, size_t from,
 	return nb;
 }
 
-static void regcount(unsigned long out[3])
-{
-	void (*get)(unsigned long *) = (void (*)(unsigned long *))dlsym(
-		RTLD_DEFAULT, "mw_regcount_get");
-
-	out[0] = out[1] = out[2] = (unsigned long)-1;
-	if (get)
-		get(out);
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long long bad_put = 0, bad_get = 0, bad[2], bad_all[2];
 	unsigned long rc[3], rc_all[3];
-	int opt, partner, i;
+	int partner;
 	unsigned char *w, *src, *dst;
 	int sabotage = getenv("MW_CHURN_SABOTAGE") != NULL;
 	size_t half;
@@ -123,28 +114,13 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	while ((opt = getopt(argc, argv, "n:s:m:q")) != -1) {
-		switch (opt) {
-		case 'n':
-			iters = atoi(optarg);
-			break;
-		case 's':
-			size = strtoull(optarg, NULL, 0);
-			break;
-		case 'm':
-			for (i = 0; i <= K_REUSE; i++)
-				if (!strcmp(optarg, kind_name[i]))
-					break;
-			if (i > K_REUSE)
-				goto usage;
-			kind = (enum kind)i;
-			break;
-		case 'q':
-			break;
-		default:
-			goto usage;
-		}
-	}
+	struct churn_opts o = { iters, size, kind, 0 };
+
+	if (churn_parse(argc, argv, kind_name, K_REUSE + 1, &o))
+		goto usage;
+	iters = o.iters;
+	size = o.size;
+	kind = (enum kind)o.kind;
 	if (iters < 1 || size < 8192 || size > (1u << 30) || nranks % 2)
 		goto usage;
 	partner = rank ^ 1;
@@ -189,7 +165,7 @@ int main(int argc, char **argv)
 		MPI_Win_free(&win);
 	}
 	t1 = MPI_Wtime();
-	regcount(rc);
+	churn_regcount(rc);
 	bad[0] = bad_put;
 	bad[1] = bad_get;
 	MPI_Reduce(bad, bad_all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,

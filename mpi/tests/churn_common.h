@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the two churn programs (churn: two-sided, rmachurn: one-sided
+ * windows) share: the command line (-n iters, -s bytes, -m kind, -q) and
+ * the registration count of the libmw_regcount.so shim. Header-only: each
+ * is one MPI program built from one source by the MPI compiler wrapper.
+ */
+#ifndef MW_CHURN_COMMON_H
+#define MW_CHURN_COMMON_H
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct churn_opts {
+	int iters;
+	size_t size;
+	int kind;	/* index into the program's kind names */
+	int quiet;
+};
+
+/*
+ * Parse argv into o (which holds the program's defaults). 0, or -1 on an
+ * unknown option or kind: the caller prints its usage and aborts.
+ */
+static inline int churn_parse(int argc, char **argv, const char *const *kinds,
+			      int nkinds, struct churn_opts *o)
+{
+	int opt, i;
+
+	while ((opt = getopt(argc, argv, "n:s:m:q")) != -1) {
+		switch (opt) {
+		case 'n':
+			o->iters = atoi(optarg);
+			break;
+		case 's':
+			o->size = strtoull(optarg, NULL, 0);
+			break;
+		case 'm':
+			for (i = 0; i < nkinds; i++)
+				if (!strcmp(optarg, kinds[i]))
+					break;
+			if (i == nkinds)
+				return -1;
+			o->kind = i;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Registrations, deregistrations and registered bytes counted by the
+ * shim when it is preloaded; all -1 without it. */
+static inline void churn_regcount(unsigned long out[3])
+{
+	void (*get)(unsigned long *) =
+		(void (*)(unsigned long *))dlsym(RTLD_DEFAULT,
+						 "mw_regcount_get");
+
+	out[0] = out[1] = out[2] = (unsigned long)-1;
+	if (get)
+		get(out);
+}
+
+#endif
