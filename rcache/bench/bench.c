@@ -25,9 +25,9 @@
  * (--quick: at most 9 rounds and, unless --max-regions, 100k regions.)
  * MW_BENCH_UCX / MW_BENCH_UCX_LATEST: the UCX helper binaries (default:
  * next to this one); a missing latest helper prints one skip line.
- * Linked with the test variant of the library (libmmuwatch-test.a, see
- * libuser/README.md): the validation-cost figure needs a cache without the
- * validity check (MW_RCACHE_F_TEST_NO_INVALIDATE).
+ * Linked with the library as shipped (libmmuwatch.a). Built again with
+ * -DMWB_VALIDATION over the test variant as rcache-bench-validation, which
+ * prints only the validation-cost figures (see validation_cost()).
  */
 #include <limits.h>
 #include <pthread.h>
@@ -42,7 +42,9 @@
 #include <liburing.h>
 
 #include "mmuwatch/mmuwatch.h"
+#ifdef MWB_VALIDATION
 #include "testing/mmuwatch_test.h"
+#endif
 #include "common.h"
 #include "stats.h"
 
@@ -292,6 +294,67 @@ static double xthread_put(size_t n, int batches)
 	return xput_ns / ((double)batches * XBATCH);
 }
 
+#ifdef MWB_VALIDATION
+/*
+ * Validation cost: the same regions in a cache without the validity
+ * check, rounds paired and interleaved (1000 regions). Only in
+ * rcache-bench-validation, linked with the test variant of the library
+ * (libmmuwatch-test.a, see libuser/README.md): a cache without the check
+ * (MW_RCACHE_F_TEST_NO_INVALIDATE) exists only there. Every other figure
+ * comes from rcache-bench, linked with the library as shipped.
+ */
+static int validation_cost(const struct mw_rcache_params *p, int maxr)
+{
+	struct mw_rcache_params q = *p;
+	struct mw_rcache *keep = mw_rc, *nov;
+	struct mwb_series va = { 0 }, vb = { 0 }, vd = { 0 };
+	size_t n = have < 1000 ? have : 1000;
+	double mo;
+
+	q.flags = MW_RCACHE_F_TEST_NO_INVALIDATE;
+	if (mw_rcache_create(&q, &nov))
+		return 1;
+	populate(nov, 0, n);
+	mwb_make_idx(idx, n);
+	iters = mwb_iters(n);
+	/* Each round alternates the two caches in 8 short runs
+	 * (drift on a busy host cancels out within the round). */
+	iters /= 8;
+	for (int k = 0; k < 2 * maxr; k++) {
+		double a = 0, b = 0;
+
+		for (int j = 0; j < 8; j++) {
+			mw_rc = keep;
+			a += run_ours(1, &mo) / 8;
+			mw_rc = nov;
+			b += run_ours(1, &mo) / 8;
+		}
+		mwb_add(&va, a);
+		mwb_add(&vb, b);
+		mwb_add(&vd, a - b);
+	}
+	mw_rc = keep;
+	report(&va, "ns", "rcache_hit_validated_1k_ns");
+	report(&vb, "ns", "rcache_hit_unvalidated_1k_ns");
+	/* Median of the paired differences: what the check adds to a
+	 * hit. Noise can make single pairs negative; the median of
+	 * paired, interleaved rounds is not dragged by drift. */
+	report(&vd, "ns", "rcache_validation_cost_ns");
+	{
+		double m, lo, hi;
+
+		mwb_summary(&vd, &m, &lo, &hi, 1);
+		if (lo <= 0 && hi >= 0)
+			printf("# rcache_validation_cost_ns: not distinguishable "
+			       "from 0 on this host (95%% interval [%.2f, %.2f])\n",
+			       lo, hi);
+	}
+	mw_rcache_flush(nov);
+	mw_rcache_destroy(nov);
+	return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct mw_reg_ops ops = { noop_reg, noop_dereg, NULL, NULL, 0 };
@@ -344,6 +407,11 @@ int main(int argc, char **argv)
 	idx[1] = malloc(MWB_NIDX * sizeof(unsigned));
 	if (arena == MAP_FAILED || !idx[0] || !idx[1] || mw_rcache_create(&p, &mw_rc))
 		return 1;
+#ifdef MWB_VALIDATION
+	have = maxreg < 1000 ? maxreg : 1000;
+	populate(mw_rc, 0, have);
+	return validation_cost(&p, maxr);
+#endif
 	fflush(stdout);
 	for (int h = 0; h < NH; h++) {
 		int latest = strstr(hs[h].label, "latest") != NULL;
@@ -501,56 +569,6 @@ int main(int argc, char **argv)
 	} else {
 		printf("# skip: hooks_release_100k_watches_ns needs the hooks source "
 		       "and >= 100k regions\n");
-	}
-	/* Validation cost: the same regions in a cache without the validity
-	 * check, rounds paired and interleaved (1000 regions). */
-	{
-		struct mw_rcache_params q = p;
-		struct mw_rcache *keep = mw_rc, *nov;
-		struct mwb_series va = { 0 }, vb = { 0 }, vd = { 0 };
-		size_t n = have < 1000 ? have : 1000;
-		double mo;
-
-		q.flags = MW_RCACHE_F_TEST_NO_INVALIDATE;
-		if (mw_rcache_create(&q, &nov))
-			return 1;
-		populate(nov, 0, n);
-		mwb_make_idx(idx, n);
-		iters = mwb_iters(n);
-		/* Each round alternates the two caches in 8 short runs
-		 * (drift on a busy host cancels out within the round). */
-		iters /= 8;
-		for (int k = 0; k < 2 * maxr; k++) {
-			double a = 0, b = 0;
-
-			for (int j = 0; j < 8; j++) {
-				mw_rc = keep;
-				a += run_ours(1, &mo) / 8;
-				mw_rc = nov;
-				b += run_ours(1, &mo) / 8;
-			}
-			mwb_add(&va, a);
-			mwb_add(&vb, b);
-			mwb_add(&vd, a - b);
-		}
-		mw_rc = keep;
-		report(&va, "ns", "rcache_hit_validated_1k_ns");
-		report(&vb, "ns", "rcache_hit_unvalidated_1k_ns");
-		/* Median of the paired differences: what the check adds to a
-		 * hit. Noise can make single pairs negative; the median of
-		 * paired, interleaved rounds is not dragged by drift. */
-		report(&vd, "ns", "rcache_validation_cost_ns");
-		{
-			double m, lo, hi;
-
-			mwb_summary(&vd, &m, &lo, &hi, 1);
-			if (lo <= 0 && hi >= 0)
-				printf("# rcache_validation_cost_ns: not distinguishable "
-				       "from 0 on this host (95%% interval [%.2f, %.2f])\n",
-				       lo, hi);
-		}
-		mw_rcache_flush(nov);
-		mw_rcache_destroy(nov);
 	}
 	/* Covered sub-ranges: 20 gets inside one cached 16-page region. */
 	{

@@ -9,4 +9,6 @@ TOP=${MW_TOP:?}
 B=$TOP/build/bin/rcache-bench
 [ -c /dev/mmuwatch ] || { echo "FAIL: /dev/mmuwatch missing"; exit 1; }
 [ -x "$B" ] || { echo "FAIL: $B not built (make -C rcache bench)"; exit 1; }
+[ -x "$B-validation" ] || { echo "FAIL: $B-validation not built (make -C rcache bench)"; exit 1; }
 MMUWATCH_SOURCE=kernel "$B" --quick ${MW_RCACHE_BENCH_ARGS:-}
+MMUWATCH_SOURCE=kernel "$B-validation" --quick
