@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 {
 	unsigned long long bad = 0, bad_all = 0;
 	long long bad_iters = 0, bad_iters_all = 0;
-	unsigned long rc[3], rc_all[3];
+	long regs, deregs;
 	int quiet, partner;
 	int sabotage = getenv("MW_CHURN_SABOTAGE") != NULL;
 	struct buf sb, rb;
@@ -184,17 +184,12 @@ int main(int argc, char **argv)
 		}
 	}
 	t1 = MPI_Wtime();
-	churn_regcount(rc);
+	churn_regcount_sum(&regs, &deregs);
 	MPI_Reduce(&bad, &bad_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
 		   MPI_COMM_WORLD);
 	MPI_Reduce(&bad_iters, &bad_iters_all, 1, MPI_LONG_LONG, MPI_SUM, 0,
 		   MPI_COMM_WORLD);
-	MPI_Reduce(rc, rc_all, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0,
-		   MPI_COMM_WORLD);
 	if (!rank) {
-		long regs = rc[0] == (unsigned long)-1 ? -1 : (long)rc_all[0];
-		long deregs = rc[0] == (unsigned long)-1 ? -1 : (long)rc_all[1];
-
 		printf("churn: ranks=%d iters=%d size=%zu mode=%s "
 		       "corrupt_bytes=%llu corrupt_iters=%lld regs=%ld "
 		       "deregs=%ld secs=%.3f\n", nranks, iters, size,

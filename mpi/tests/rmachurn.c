@@ -104,7 +104,7 @@ static unsigned long long count_bad(const unsigned char *p, size_t from,
 int main(int argc, char **argv)
 {
 	unsigned long long bad_put = 0, bad_get = 0, bad[2], bad_all[2];
-	unsigned long rc[3], rc_all[3];
+	long regs, deregs;
 	int partner;
 	unsigned char *w, *src, *dst;
 	int sabotage = getenv("MW_CHURN_SABOTAGE") != NULL;
@@ -165,17 +165,12 @@ int main(int argc, char **argv)
 		MPI_Win_free(&win);
 	}
 	t1 = MPI_Wtime();
-	churn_regcount(rc);
+	churn_regcount_sum(&regs, &deregs);
 	bad[0] = bad_put;
 	bad[1] = bad_get;
 	MPI_Reduce(bad, bad_all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
 		   MPI_COMM_WORLD);
-	MPI_Reduce(rc, rc_all, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0,
-		   MPI_COMM_WORLD);
 	if (!rank) {
-		long regs = rc[0] == (unsigned long)-1 ? -1 : (long)rc_all[0];
-		long deregs = rc[0] == (unsigned long)-1 ? -1 : (long)rc_all[1];
-
 		printf("rmachurn: ranks=%d iters=%d size=%zu mode=%s "
 		       "corrupt_bytes=%llu put_bad=%llu get_bad=%llu "
 		       "regs=%ld deregs=%ld secs=%.3f\n",
