@@ -62,7 +62,14 @@ for s in "${scripts[@]}"; do
 			if left=$(pgrep -g $pg); then
 				echo "# suite: killing processes $name left behind: $(echo $left)"
 				pkill -KILL -g $pg
-				sleep 0.5
+				# A killed process may take a while to exit (its RDMA
+				# registrations, a wait it is woken from): up to 30 s.
+				for _ in $(seq 60); do
+					pgrep -g $pg >/dev/null || break
+					sleep 0.5
+				done
+				pgrep -g $pg >/dev/null &&
+					echo "# suite: processes of $name still there after SIGKILL: $(echo $(pgrep -g $pg))"
 			fi
 			exit $rc
 		) 2>&1 | tee "$MW_OUT/$name.out"
