@@ -49,7 +49,7 @@ watched() {
 	done
 	wait $p
 }
-uffd_stall="libfabric's userfaultfd monitor left a page fault unhandled (main thread in handle_userfault for ${STALL}s, libfabric's thread in poll: libfabric 1.17 does not handle UFFD_EVENT_PAGEFAULT)"
+uffd_stall="libfabric's userfaultfd monitor left a page fault unhandled (main thread in handle_userfault for ${STALL}s; libfabric 1.17 does not handle UFFD_EVENT_PAGEFAULT)"
 cell() { # expect(ok|notok) name env... -- program args
 	local want=$1 name=$2 out rc; shift 2
 	# A cell that hangs is a failure, not a suite timeout.
