@@ -10,15 +10,17 @@
 # munmap: it must corrupt); with libmmuwatch-mpi preloaded on both nodes
 # there must be 0 corrupt bytes. Then the one-sided variant (rmachurn:
 # MPI_Put/MPI_Get into windows on memory mapped fresh every iteration),
-# for the stacks in MW_2N_RMA_STACKS. MW_2N_PPN ranks per node (default 1).
-# MW_TIMEOUT=1200
+# for the stacks in MW_2N_RMA_STACKS. All of it with 1, 2 and 4 ranks per
+# node (MW_2N_PPNS, or MW_2N_PPN for one value).
+# MW_TIMEOUT=1800
 . "$MW_TOP/mpi/vm2n-lib.sh"
 mpi_need
 [ -x "$MPI_BIN/rmachurn-ompi" ] || { echo "# SKIP rmachurn not built (make -C mpi)"; exit 77; }
 [ -e /dev/mmuwatch ] || mpi_mknod
 [ -e /dev/mmuwatch ] || { echo "not ok 1 - /dev/mmuwatch missing on node0"; exit 1; }
 timeout 30 ssh node1 test -e /dev/mmuwatch || { echo "not ok 1 - /dev/mmuwatch missing on node1"; exit 1; }
-N=${MW_MPI_ITERS:-6} S=${MW_MPI_SIZE:-1048576} PPN=${MW_2N_PPN:-1}
+N=${MW_MPI_ITERS:-6} S=${MW_MPI_SIZE:-1048576}
+read -ra PPNS <<<"${MW_2N_PPNS:-${MW_2N_PPN:-1 2 4}}"
 read -ra STACKS <<<"${MW_2N_STACKS:-ompi-ofi mpich-ucx ompi-ucx}"
 # Open MPI's one-sided path over pml cm/mtl ofi registers nothing per
 # window (mpi/README.md): no hazard, no negative control; UCX's does.
@@ -30,12 +32,6 @@ tap() { t=$((t + 1)); if [ "$1" = 1 ]; then echo "ok $t - $2"; else echo "not ok
 export MPI_TIMEOUT=$((${MW_MPI_TIMEOUT:-300} * ${MW_TIMEOUT_SCALE:-1}))
 
 mpi2n_warm
-# The launchers themselves: one rank per slot on both nodes.
-for l in ompi mpich; do
-	out=$(mpi2n_launch "$l" 2>&1)
-	tap "$([ "$(sort <<<"$out" | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" = "${PPN}node0 ${PPN}node1 " ] && echo 1)" \
-		"$l launcher over ssh starts $PPN processes on each node: $(tr '\n' ' ' <<<"$out")"
-done
 table=$MW_OUT/mpi2n-churn-table.txt
 printf '%-14s %-8s %4s %14s %6s %6s %5s\n' config prog ppn corrupt_bytes regs deregs secs > "$table"
 row() { printf '%-14s %-8s %4s %14s %6s %6s %5s\n' "$1" "$2" "$PPN" "$CH_CORRUPT" "$CH_REGS" "$CH_DEREGS" "$CH_SECS" >> "$table"; }
@@ -57,13 +53,22 @@ check() {
 			"$what (negative control): the default monitor misses raw munmap, corrupt=$CH_CORRUPT (${CH_SECS}s)" ;;
 	esac
 }
-for s in "${STACKS[@]}"; do
-	check "$s" churn
-	check "$s+mw" churn
-done
-for s in "${RMA[@]}"; do
-	check "$s" rmachurn
-	check "$s+mw" rmachurn
+for PPN in "${PPNS[@]}"; do
+	MW_2N_PPN=$PPN
+	# The launchers themselves: one rank per slot on both nodes.
+	for l in ompi mpich; do
+		out=$(mpi2n_launch "$l" 2>&1)
+		tap "$([ "$(sort <<<"$out" | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')" = "${PPN}node0 ${PPN}node1 " ] && echo 1)" \
+			"$l launcher over ssh starts $PPN processes on each node: $(tr '\n' ' ' <<<"$out")"
+	done
+	for s in "${STACKS[@]}"; do
+		check "$s" churn
+		check "$s+mw" churn
+	done
+	for s in "${RMA[@]}"; do
+		check "$s" rmachurn
+		check "$s+mw" rmachurn
+	done
 done
 sed 's/^/# /' "$table"
 echo "1..$t"
