@@ -11,7 +11,8 @@
 # there must be 0 corrupt bytes. Then the one-sided variant (rmachurn:
 # MPI_Put/MPI_Get into windows on memory mapped fresh every iteration),
 # for the stacks in MW_2N_RMA_STACKS. All of it with 1, 2 and 4 ranks per
-# node (MW_2N_PPNS, or MW_2N_PPN for one value).
+# node (MW_2N_PPNS, or MW_2N_PPN for one value; make check asks for 1, 2
+# and 4 on the default kernel and 1 on the other).
 # MW_TIMEOUT=1800
 . "$MW_TOP/mpi/vm2n-lib.sh"
 mpi_need
