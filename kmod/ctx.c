@@ -189,7 +189,8 @@ int mmuwatch_ctx_setup(struct mmuwatch_ctx *ctx, u32 ring_entries, u32 nr_words)
 	if (ret)
 		goto fail;
 	ret = mmuwatch_shm_alloc(&ctx->ring_shm, MW_RING_EVENTS_OFF +
-			   (size_t)ring_entries * sizeof(struct mmuwatch_event));
+				 (size_t)ring_entries *
+				 sizeof(struct mmuwatch_event));
 	if (ret)
 		goto fail;
 

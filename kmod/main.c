@@ -103,11 +103,11 @@ static long mmuwatch_ioc_batch(struct mmuwatch_ctx *ctx,
 		if (watch)
 			ret = mmuwatch_watch_user(ctx,
 						  (struct mmuwatch_range __user *)
-					    u64_to_user_ptr(b.ptr) + i);
+						  u64_to_user_ptr(b.ptr) + i);
 		else
 			ret = mmuwatch_unwatch_user(ctx,
 						    (struct mmuwatch_unwatch __user *)
-					      u64_to_user_ptr(b.ptr) + i);
+						    u64_to_user_ptr(b.ptr) + i);
 		if (ret)
 			break;
 		if (fatal_signal_pending(current)) {
@@ -161,7 +161,7 @@ static ssize_t mmuwatch_read(struct file *file, char __user *buf, size_t count,
 			     loff_t *ppos)
 {
 	return mmuwatch_ring_read(file->private_data, buf, count,
-			   file->f_flags & O_NONBLOCK);
+				  file->f_flags & O_NONBLOCK);
 }
 
 static __poll_t mmuwatch_poll(struct file *file, struct poll_table_struct *wait)
@@ -204,7 +204,7 @@ static int __init mmuwatch_init(void)
 
 	mmuwatch_watch_cache = kmem_cache_create("mmuwatch_watch",
 						 sizeof(struct mmuwatch_watch), 0,
-					   SLAB_ACCOUNT, NULL);
+						 SLAB_ACCOUNT, NULL);
 	if (!mmuwatch_watch_cache)
 		return -ENOMEM;
 	ret = mmuwatch_sysfs_init();

@@ -143,7 +143,7 @@ static bool mmuwatch_note_locked(struct mmuwatch_ctx *ctx,
 /* Events for the persistent watches the range hits. Returns the count. */
 static unsigned int mmuwatch_fire_persistent(struct mmuwatch_ctx *ctx,
 					     const struct mmu_notifier_range *range,
-				       u32 reason, bool *wake)
+					     u32 reason, bool *wake)
 {
 	unsigned int fired = 0;
 	struct mmuwatch_watch *w;
@@ -174,8 +174,8 @@ static unsigned int mmuwatch_fire_persistent(struct mmuwatch_ctx *ctx,
  */
 static unsigned int mmuwatch_fire_oneshot(struct mmuwatch_ctx *ctx,
 					  const struct mmu_notifier_range *range,
-				    u32 reason, bool batch, bool *wake,
-				    bool *more)
+					  u32 reason, bool batch, bool *wake,
+					  bool *more)
 {
 	unsigned long last = range->end - 1;
 	struct mmuwatch_watch *w, *next;
@@ -213,7 +213,7 @@ static unsigned int mmuwatch_fire_oneshot(struct mmuwatch_ctx *ctx,
  */
 static void mmuwatch_filtered(struct mmuwatch_ctx *ctx,
 			      const struct mmu_notifier_range *range,
-			enum mmuwatch_stat stat)
+			      enum mmuwatch_stat stat)
 {
 	unsigned long last = range->end - 1;
 	struct mmuwatch_watch *w;
@@ -260,7 +260,7 @@ out:
  */
 static bool mmuwatch_invalidate(struct mmu_interval_notifier *mni,
 				const struct mmu_notifier_range *range,
-			  unsigned long cur_seq)
+				unsigned long cur_seq)
 {
 	struct mmuwatch_ctx *ctx = container_of(mni, struct mmuwatch_ctx, mni);
 	bool blockable = mmu_notifier_range_blockable(range);
@@ -285,8 +285,7 @@ static bool mmuwatch_invalidate(struct mmu_interval_notifier *mni,
 	fired += mmuwatch_fire_persistent(ctx, range, reason, &wake);
 	for (;;) {
 		fired += mmuwatch_fire_oneshot(ctx, range, reason, blockable,
-					       &wake,
-					 &more);
+					       &wake, &more);
 		if (!more)
 			break;
 		spin_unlock(&ctx->lock);
