@@ -8,7 +8,7 @@
  * nothing at all. Controls: KSM on pages that differ (never merged), the
  * same munmap in a mapping smaller than the block.
  * MWT_FIXTURES="name ..." runs only those fixtures ("global" for the
- * plain tests); the others skip (the suite's negative control uses it).
+ * plain tests); the others skip, to run one part alone.
  * The tests change system settings and put them back; they run as root
  * in the VM only: on a host without /dev/mmuwatch they skip before
  * touching anything.

@@ -7,7 +7,7 @@
  * without swap and MADV_COLD leave the pages mapped and the watch valid
  * with no event.
  * MWT_FIXTURES="name ..." runs only those fixtures ("global" for the
- * plain tests); the others skip (the suite's negative control uses it).
+ * plain tests); the others skip, to run one part alone.
  * The tests change system settings and put them back; they run as root
  * in the VM only: on a host without /dev/mmuwatch they skip before
  * touching anything.

@@ -4,7 +4,7 @@
  * the source page out of the watched source range (CLEAR) and fills an
  * empty destination, which is no invalidation.
  * MWT_FIXTURES="name ..." runs only those fixtures ("global" for the
- * plain tests); the others skip (the suite's negative control uses it).
+ * plain tests); the others skip, to run one part alone.
  * The tests change system settings and put them back; they run as root
  * in the VM only: on a host without /dev/mmuwatch they skip before
  * touching anything.
