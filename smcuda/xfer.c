@@ -23,7 +23,6 @@
  * receive side in xfer_recv.c, the API calls in xfer_api.c.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>

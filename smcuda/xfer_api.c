@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
-#include <string.h>
 #include "smc_internal.h"
 
 static int check_peer(struct mw_smc *c, int peer)

@@ -6,9 +6,6 @@
  * path's start.
  */
 #include <errno.h>
-#include <sched.h>
-#include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
 #include "smc_internal.h"
 

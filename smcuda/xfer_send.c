@@ -5,9 +5,6 @@
  * NAK (a NAK streams the message staged instead).
  */
 #include <errno.h>
-#include <sched.h>
-#include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
 #include "smc_internal.h"
 
