@@ -2,8 +2,9 @@
 /*
  * What the two churn programs (churn: two-sided, rmachurn: one-sided
  * windows) share: the command line (-n iters, -s bytes, -m kind, -q) and
- * the registration count of the libmw_regcount.so shim, summed over ranks. Header-only: each
- * is one MPI program built from one source by the MPI compiler wrapper.
+ * the registration count of the libmw_regcount.so shim, summed over
+ * ranks. Header-only: each is one MPI program built from one source by
+ * the MPI compiler wrapper.
  */
 #ifndef MW_CHURN_COMMON_H
 #define MW_CHURN_COMMON_H
@@ -56,29 +57,24 @@ static inline int churn_parse(int argc, char **argv, const char *const *kinds,
 	return 0;
 }
 
-/* Registrations, deregistrations and registered bytes counted by the
- * shim when it is preloaded; all -1 without it. */
-static inline void churn_regcount(unsigned long out[3])
+/*
+ * Registrations and deregistrations counted by the shim (when preloaded),
+ * summed over all ranks, valid at rank 0; both -1 without the shim.
+ * Collective: every rank calls it.
+ */
+static inline void churn_regcount_sum(long *regs, long *deregs)
 {
 	void (*get)(unsigned long *) =
 		(void (*)(unsigned long *))dlsym(RTLD_DEFAULT,
 						 "mw_regcount_get");
+	unsigned long rc[3] = { (unsigned long)-1, (unsigned long)-1,
+				(unsigned long)-1 }, all[3] = { 0 };
 
-	out[0] = out[1] = out[2] = (unsigned long)-1;
 	if (get)
-		get(out);
-}
-
-/* The shim's counts summed over all ranks, valid at rank 0 (both -1
- * without the shim). Collective: every rank calls it. */
-static inline void churn_regcount_sum(long *regs, long *deregs)
-{
-	unsigned long rc[3], all[3] = { 0 };
-
-	churn_regcount(rc);
+		get(rc);
 	MPI_Reduce(rc, all, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-	*regs = rc[0] == (unsigned long)-1 ? -1 : (long)all[0];
-	*deregs = rc[0] == (unsigned long)-1 ? -1 : (long)all[1];
+	*regs = get ? (long)all[0] : -1;
+	*deregs = get ? (long)all[1] : -1;
 }
 
 #endif
