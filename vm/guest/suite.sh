@@ -65,11 +65,11 @@ for s in "${scripts[@]}"; do
 				# A killed process may take a while to exit (its RDMA
 				# registrations, a wait it is woken from): up to 30 s.
 				for _ in $(seq 60); do
-					pgrep -g $pg >/dev/null || break
+					left=$(pgrep -g $pg) || break
 					sleep 0.5
 				done
-				pgrep -g $pg >/dev/null &&
-					echo "# suite: processes of $name still there after SIGKILL: $(echo $(pgrep -g $pg))"
+				[ -n "$left" ] &&
+					echo "# suite: processes of $name still there after SIGKILL: $(echo $left)"
 			fi
 			exit $rc
 		) 2>&1 | tee "$MW_OUT/$name.out"
