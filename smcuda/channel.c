@@ -39,6 +39,16 @@ static bool global_ranks_ok(const struct mw_smc_config *cfg)
 	return true;
 }
 
+/* A node id given must be in the config and fit the start-up record. */
+static bool node_id_ok(const struct mw_smc_config *cfg)
+{
+	if (!(cfg->flags & MW_SMC_F_NODE_ID))
+		return true;
+	return cfg->size >= offsetof(struct mw_smc_config, node_id) +
+			    sizeof(cfg->node_id) &&
+	       (mws_node_t)cfg->node_id == cfg->node_id;
+}
+
 int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 {
 	struct mw_smc *c;
@@ -52,7 +62,8 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 	    (cfg->nranks == 0 && (cfg->global_ranks || cfg->peer_pids)) ||
 	    cfg->event_ring_size > 4096 ||
 	    cfg->ipc_cache_max_entries > 65536 ||
-	    (cfg->flags & ~MW_SMC_F_NO_CUDA) || !global_ranks_ok(cfg))
+	    (cfg->flags & ~(MW_SMC_F_NO_CUDA | MW_SMC_F_NODE_ID)) ||
+	    !global_ranks_ok(cfg) || !node_id_ok(cfg))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -86,6 +97,8 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 	}
 	c->ep = calloc((size_t)c->nranks, sizeof(*c->ep));
 	c->ring = calloc(c->ring_size, sizeof(*c->ring));
+	for (int i = 0; c->ep && i < c->nranks; i++)
+		c->ep[i].pidfd = -1;	/* before anything can fail */
 	if (!c->ep || !c->ring) {
 		e = -ENOMEM;
 		goto fail;
@@ -108,9 +121,10 @@ int mw_smc_open(const struct mw_smc_config *cfg, struct mw_smc **out)
 fail:
 	for (int i = 0; c->ep && i < c->nranks; i++)
 		free(c->ep[i].hc.e);
-	free(c->ep);
 	free(c->ring);
 	mw_seg_close(c);
+	mw_seg_drop_pidfds(c);
+	free(c->ep);
 	free(c->cfg_gr);
 	free(c);
 	return e;
@@ -165,6 +179,7 @@ int mw_smc_close(struct mw_smc *c)
 	if (c->cuda_ready && mw_cuda_ready(c) == 0 && c->stream)
 		CU(StreamDestroy, c->stream);
 	mw_seg_close(c);
+	mw_seg_drop_pidfds(c);
 	free(c->ep);
 	c->ep = NULL;
 	free(c->cfg_gr);
@@ -213,6 +228,21 @@ static int check_global_ranks(struct mw_smc *c)
 	return 0;
 }
 
+/* Every rank joined: all on this node (see struct seg_rank). */
+static int check_nodes(struct mw_smc *c)
+{
+	int i = mw_seg_foreign_node(c);
+
+	if (i < 0)
+		return 0;
+	snprintf(c->last_error, sizeof(c->last_error),
+		 "smcuda: local rank %d is on another node (node id %u, this "
+		 "one %u): the channel's dir is shared between nodes", i,
+		 (unsigned int)atomic_load(&c->hdr->rank[i].node),
+		 (unsigned int)c->node);
+	return -EXDEV;
+}
+
 int mw_smc_wait_peers(struct mw_smc *c)
 {
 	uint64_t deadline;
@@ -224,17 +254,26 @@ int mw_smc_wait_peers(struct mw_smc *c)
 	deadline = mw_now_ms() + c->timeout_ms;
 	for (;;) {
 		int joined = 0;
+		bool gone = false;
 
-		for (int i = 0; i < c->nranks; i++) {
+		/* cr_mu: a checkpoint closes the pidfds liveness uses */
+		pthread_mutex_lock(&c->cr_mu);
+		for (int i = 0; i < c->nranks && !gone; i++) {
 			int s = atomic_load(&c->hdr->rank[i].state);
 
 			if (s == RSTATE_JOINED)
 				joined++;
-			else if (!mw_seg_peer_alive(c, i))
-				return -ECONNRESET;
+			else
+				gone = !mw_seg_peer_alive(c, i);
 		}
-		if (joined == c->nranks)
-			return check_global_ranks(c);
+		pthread_mutex_unlock(&c->cr_mu);
+		if (gone)
+			return -ECONNRESET;
+		if (joined == c->nranks) {
+			int e = check_nodes(c);
+
+			return e ? e : check_global_ranks(c);
+		}
 		if (mw_now_ms() > deadline)
 			return -ETIMEDOUT;
 		usleep(200);
@@ -249,8 +288,10 @@ int mw_smc_peer_alive(struct mw_smc *c, int peer)
 		return -EBADF;
 	if (peer == c->rank)
 		return 1;
+	pthread_mutex_lock(&c->cr_mu);	/* as in mw_smc_wait_peers */
 	if (!c->ep[peer].dead && !mw_seg_peer_alive(c, peer))
 		mw_ep_fail(c, &c->ep[peer]);
+	pthread_mutex_unlock(&c->cr_mu);
 	return !c->ep[peer].dead;
 }
 
@@ -360,6 +401,9 @@ int mw_smc_test_knob(struct mw_smc *c, int knob, long value)
 		break;
 	case MW_SMC_KNOB_PEER_NO_CHECK:
 		c->knob_peer_no_check = value;
+		break;
+	case MW_SMC_KNOB_NO_IPC_EPOCH:
+		c->knob_no_ipc_epoch = value;
 		break;
 	default:
 		return -EINVAL;

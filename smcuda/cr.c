@@ -4,12 +4,15 @@
  * struct mw_cr_client; smcuda registers, libuser never names smcuda).
  * Quiesce: progress stops (mw_progress takes cr_mu and returns at once
  * while quiesced), the copies in flight complete, and every opened remote
- * IPC handle is closed: a mapping of a peer's GPU memory cannot be saved.
+ * IPC handle is closed: a mapping of a peer's GPU memory cannot be saved,
+ * and neither can the pidfds that watch the peers (segment.c).
  * Host-memory traffic is in the shared segment, which a checkpointer
  * saves with the process. Restart: this rank's start time in the segment
  * is written again (a restored process is a new task with the same pid:
  * peers would take it for dead), and peers are not judged by theirs for
- * the channel's timeout, while they republish. The registration
+ * the channel's timeout, while they republish; and the CUDA IPC verdict
+ * of every peer is settled again (ipc_state.c): the restored job may sit
+ * on other devices. The registration
  * functions are weak, so that smcuda links without libuser (its own
  * tests).
  */
@@ -32,6 +35,7 @@ static int quiesce(struct mw_cr_client *cl)
 	for (int i = 0; i < c->nranks; i++)
 		if (i != c->rank)
 			mw_hc_purge(c, &c->ep[i], true); /* ring empty: idle */
+	mw_seg_drop_pidfds(c);	/* opened again when needed */
 	c->cr_quiesced = true;
 	pthread_mutex_unlock(&c->cr_mu);
 	return 0;
@@ -44,6 +48,7 @@ static void resume(struct mw_cr_client *cl, enum mw_cr_phase how)
 	pthread_mutex_lock(&c->cr_mu);
 	if (how == MW_CR_RESTART) {
 		mw_seg_restarted(c);
+		mw_ipc_restart(c);
 		/* The peers were restored too and publish their new start
 		 * times when their own restart runs: judge none dead until
 		 * then (bounded by the channel's timeout). */

@@ -12,6 +12,14 @@
  * equal global ranks (processes handed in inconsistent global_ranks
  * arrays, which mw_smc_wait_peers reports) fall back to the local rank,
  * so exactly one request always wins and neither side drops both.
+ *
+ * A C/R restart settles every peer again (the restored job may sit on
+ * other devices): each side goes back to INIT and counts a new life.
+ * A request carries its sender's life, every answer echoes the life it
+ * answers (ACK also carries the answerer's, for the CONFIRM to echo),
+ * and an answer to another life is dropped: one sent before the
+ * checkpoint and read after the restart would settle the new exchange
+ * with the old verdict.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +27,20 @@
 #include "smc_internal.h"
 
 #define IPC_MAX_RETRIES 5
+#define IPC_LIFE_MASK 0x7fffffffu	/* ACK packs it above the verdict */
+
+/* An answer to a request of another life of this process? */
+static bool stale(const struct mw_smc *c, uint32_t life)
+{
+	return !c->knob_no_ipc_epoch && life != c->ipc_life;
+}
+
+void mw_ipc_restart(struct mw_smc *c)
+{
+	for (int i = 0; i < c->nranks; i++)
+		memset(&c->ep[i].ipc, 0, sizeof(c->ep[i].ipc));
+	c->ipc_life = (c->ipc_life + 1) & IPC_LIFE_MASK;
+}
 
 int mw_global_rank(struct mw_smc *c, int local)
 {
@@ -76,9 +98,8 @@ void mw_ipc_on_gpu_send(struct mw_smc *c, struct mw_ep *ep)
 		s->state = MW_SMC_IPC_BAD;
 		return;
 	}
-	if (mw_ctl_send(c, ep, MSG_IPC_REQ,
-			(uint32_t)mw_global_rank(c, c->rank),
-			(uint32_t)c->dev) == 0) {
+	if (mw_ctl_send(c, ep, MSG_IPC_REQ, c->ipc_life, (uint32_t)c->dev) ==
+	    0) {
 		s->state = MW_SMC_IPC_SENT;
 		c->st.ipc_req_sent++;
 	}
@@ -105,14 +126,14 @@ static void on_req(struct mw_smc *c, struct mw_ep *ep, const struct msg_hdr *h)
 		c->st.ipc_req_yielded++;	/* theirs wins: answer it */
 	}
 	if (!c->cuda_ready) {
-		mw_ctl_send(c, ep, MSG_IPC_NOTREADY, 0, 0);
+		mw_ctl_send(c, ep, MSG_IPC_NOTREADY, h->seq, 0);
 		return;
 	}
 	s->peer_dev = (int)h->arg;
 	if (s->state != MW_SMC_IPC_OK && s->state != MW_SMC_IPC_BAD)
 		s->state = MW_SMC_IPC_ACKING;
 	ok = can_map(c, s->peer_dev);
-	mw_ctl_send(c, ep, MSG_IPC_ACK, 0, ok);
+	mw_ctl_send(c, ep, MSG_IPC_ACK, h->seq, ok | c->ipc_life << 1);
 	if (s->state == MW_SMC_IPC_ACKING)
 		s->state = MW_SMC_IPC_ACKED;
 }
@@ -126,18 +147,20 @@ void mw_ipc_on_ctl(struct mw_smc *c, struct mw_ep *ep, const struct msg_hdr *h)
 		on_req(c, ep, h);
 		break;
 	case MSG_IPC_ACK:
-		if (s->state != MW_SMC_IPC_SENT)
-			break;	/* settled meanwhile */
+		if (s->state != MW_SMC_IPC_SENT || stale(c, h->seq))
+			break;	/* settled meanwhile, or an old life's */
 		s->peer_dev = (int)h->tag;
-		s->state = h->arg ? MW_SMC_IPC_OK : MW_SMC_IPC_BAD;
-		mw_ctl_send(c, ep, MSG_IPC_CONFIRM, 0, can_map(c, s->peer_dev));
+		s->state = (h->arg & 1) ? MW_SMC_IPC_OK : MW_SMC_IPC_BAD;
+		mw_ctl_send(c, ep, MSG_IPC_CONFIRM, h->arg >> 1,
+			    can_map(c, s->peer_dev));
 		break;
 	case MSG_IPC_CONFIRM:
-		if (s->state != MW_SMC_IPC_OK && s->state != MW_SMC_IPC_BAD)
+		if (s->state != MW_SMC_IPC_OK && s->state != MW_SMC_IPC_BAD &&
+		    !stale(c, h->seq))
 			s->state = h->arg ? MW_SMC_IPC_OK : MW_SMC_IPC_BAD;
 		break;
 	case MSG_IPC_NOTREADY:
-		if (s->state != MW_SMC_IPC_SENT)
+		if (s->state != MW_SMC_IPC_SENT || stale(c, h->seq))
 			break;
 		c->st.ipc_notready++;
 		s->retries++;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * Rendezvous by job name in one shared segment (POSIX shm or a file in a
- * directory), rank slots, and peer liveness. A peer is dead when its pid is
- * gone, a zombie, or reused (start time differs); across pid namespaces,
- * where pids are not comparable, a stalled heartbeat decides.
+ * directory), rank slots, a leftover segment told from a latecomer's, and
+ * the last one out removing it. Whether a record's owner lives is
+ * liveness.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,59 +23,6 @@ uint64_t mw_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/*
- * Start time of a live, non-zombie process; 0 if it is gone; START_UNKNOWN
- * if we cannot tell (out of file descriptors, say): never "gone" then, or a
- * live peer would be declared dead.
- */
-#define START_UNKNOWN UINT64_MAX
-static uint64_t proc_starttime(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long st = 0;
-	char state = 0;
-	FILE *f;
-	char *p;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT || errno == ESRCH ? 0 : START_UNKNOWN;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* fields after the name: 3 state ... 22 starttime */
-	if (sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-		   "%*d %*d %*d %*d %*d %*d %llu", &state, &st) != 2)
-		return 0;
-	if (state == 'Z' || state == 'X' || state == 'x')
-		return 0;
-	return st ? st : 1;
-}
-
-static uint64_t seg_start(struct seg_rank *sr)
-{
-	return (uint64_t)atomic_load(&sr->start_hi) << 32 |
-	       atomic_load(&sr->start_lo);
-}
-
-static void seg_set_start(struct seg_rank *sr, uint64_t v)
-{
-	atomic_store(&sr->start_lo, (uint32_t)v);
-	atomic_store(&sr->start_hi, (uint32_t)(v >> 32));
-}
-
-static uint64_t self_pidns(void)
-{
-	struct stat sb;
-
-	return stat("/proc/self/ns/pid", &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 }
 
 static bool job_name_ok(const char *j)
@@ -129,17 +76,6 @@ static void unlink_file(struct mw_smc *c)
 		unlink(c->path);
 }
 
-/* Owner of a used slot gone? Unknowable across pid namespaces: no. */
-static bool owner_dead(struct seg_rank *sr, uint64_t ns)
-{
-	uint64_t st;
-
-	if (atomic_load(&sr->pidns) != (uint32_t)ns)
-		return false;
-	st = proc_starttime(atomic_load(&sr->pid));
-	return st != START_UNKNOWN && st != seg_start(sr);
-}
-
 /*
  * A leftover of an earlier run of this job name, to remove and recreate:
  * no rank is joined and alive (or joining), some rank was used, and
@@ -149,10 +85,10 @@ static bool owner_dead(struct seg_rank *sr, uint64_t ns)
  * Otherwise the opener is a rank this run still expects (every other rank
  * joined and left cleanly): it joins and gets what was sent to it.
  */
-static bool seg_stale(struct seg_header *h, int want)
+static bool seg_stale(struct seg_header *h, int want, mws_node_t node)
 {
 	bool any = false, crashed = false;
-	uint64_t ns = self_pidns();
+	uint64_t ns = mw_self_pidns();
 
 	for (uint32_t i = 0; i < h->nranks && i < MW_SMC_MAX_RANKS; i++) {
 		int s = atomic_load(&h->rank[i].state);
@@ -163,7 +99,7 @@ static bool seg_stale(struct seg_header *h, int want)
 			return false;
 		any = true;
 		if (s == RSTATE_JOINED) {
-			if (!owner_dead(&h->rank[i], ns))
+			if (!mw_rec_owner_dead(&h->rank[i], ns, node))
 				return false;
 			crashed = true;
 		}
@@ -267,7 +203,8 @@ int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg)
 
 	if (!job_name_ok(cfg->job))
 		return -EINVAL;
-	c->pidns = self_pidns();
+	c->pidns = mw_self_pidns();
+	c->node = mw_self_node(c, cfg);
 	if (cfg->dir) {
 		if (!cfg->dir[0] || strlen(cfg->dir) > 150)
 			return -EINVAL;
@@ -286,7 +223,8 @@ again:
 			usleep(1000);
 			goto again;	/* creator not there yet */
 		}
-		if (r == 0 && seg_stale(c->hdr, cfg->rank) && tries++ == 0) {
+		if (r == 0 && seg_stale(c->hdr, cfg->rank, c->node) &&
+		    tries++ == 0) {
 			munmap(c->hdr, c->seg_size);
 			c->hdr = NULL;
 			unlink_file(c);
@@ -301,6 +239,10 @@ again:
 		goto fail;
 	}
 	c->nranks = (int)h->nranks;
+	if (mw_seg_foreign_node(c) >= 0) {
+		r = -EXDEV;	/* no slot taken; the caller says why */
+		goto fail;
+	}
 	rank = cfg->rank;
 	if (rank < 0)
 		rank = atomic_fetch_add(&h->next_arrival, 1);
@@ -310,7 +252,7 @@ again:
 	}
 	{
 		struct seg_rank *sr = &h->rank[rank];
-		uint64_t start = proc_starttime(getpid());
+		uint64_t start = mw_proc_starttime(getpid());
 
 		if (start == START_UNKNOWN) {
 			r = errno ? -errno : -EIO;
@@ -325,7 +267,8 @@ again:
 			int16_t s = atomic_load(&sr->state);
 
 			if (s != RSTATE_EMPTY &&
-			    (s == RSTATE_CLAIMING || !owner_dead(sr, c->pidns))) {
+			    (s == RSTATE_CLAIMING ||
+			     !mw_rec_owner_dead(sr, c->pidns, c->node))) {
 				r = -EBUSY;
 				goto fail;
 			}
@@ -334,8 +277,9 @@ again:
 				break;
 		}
 		atomic_store(&sr->pid, (int32_t)getpid());
-		seg_set_start(sr, start);
+		mw_rec_set_start(sr, start);
 		atomic_store(&sr->pidns, (uint32_t)c->pidns);
+		atomic_store(&sr->node, c->node);
 		sr->global_rank = (mws_rank_t)(cfg->global_ranks ?
 					       cfg->global_ranks[rank] : rank);
 		atomic_store_explicit(&sr->state, RSTATE_JOINED,
@@ -375,45 +319,4 @@ void mw_seg_close(struct mw_smc *c)
 		unlink_file(c);
 	munmap(h, c->seg_size);
 	c->hdr = NULL;
-}
-
-/* Pid checks in our namespace, heartbeat otherwise. */
-bool mw_seg_peer_alive(struct mw_smc *c, int peer)
-{
-	struct seg_rank *sr = &c->hdr->rank[peer];
-	int s = atomic_load_explicit(&sr->state, memory_order_acquire);
-	uint64_t hb, now;
-
-	if (s == RSTATE_LEFT)
-		return false;
-	if (s == RSTATE_EMPTY || s == RSTATE_CLAIMING)
-		/* not joined yet: only a known pid tells */
-		return c->peer_pid[peer] <= 0 ||
-			proc_starttime(c->peer_pid[peer]) != 0;
-	if (atomic_load(&sr->pidns) == (uint32_t)c->pidns) {
-		uint64_t st = proc_starttime(atomic_load(&sr->pid));
-
-		return st == START_UNKNOWN || st == seg_start(sr);
-	}
-	hb = atomic_load(&c->hdr->beat[peer].v);
-	now = mw_now_ms();
-	if (c->ep && hb != c->ep[peer].hb_seen) {
-		c->ep[peer].hb_seen = hb;
-		c->ep[peer].hb_ms = now;
-	}
-	return !c->ep || !c->ep[peer].hb_ms ||
-		now - c->ep[peer].hb_ms < c->timeout_ms;
-}
-
-void mw_seg_restarted(struct mw_smc *c)
-{
-	struct seg_rank *sr = &c->hdr->rank[c->rank];
-	uint64_t st = proc_starttime(getpid());
-
-	atomic_store(&sr->pid, (int32_t)getpid());
-	/*
-	 * Unknown (no fd left at restart): peers then take us for gone and
-	 * fail our messages (ECONNRESET), loudly, never silently.
-	 */
-	seg_set_start(sr, st != START_UNKNOWN ? st : 0);
 }

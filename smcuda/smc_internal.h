@@ -20,7 +20,7 @@
 
 /* ---- shared segment layout ---- */
 #define SEG_MAGIC 0x6d77736d63756461ull	/* "mwsmcuda" */
-#define SEG_VERSION (2u | SEG_RANK_BITS)
+#define SEG_VERSION (3u | SEG_RANK_BITS)
 #define BOUNCE_SLOTS 8u
 #define BOUNCE_SLOT_SIZE (64u * 1024u)
 
@@ -36,25 +36,30 @@ enum {
 };
 
 /*
- * Ranks in the start-up record: 16-bit (local ranks are < 64; MPI global
- * ranks up to 32767), or 32-bit when built with MW_SMC_RANK32=1 (make
- * MW_SMC_RANK32=1): the segment version says which, so that the two never
- * share a segment.
+ * Ranks and node ids in the start-up record: 16-bit (local ranks are < 64;
+ * MPI global ranks up to 32767, node ids up to 65535), or 32-bit when
+ * built with MW_SMC_RANK32=1 (make MW_SMC_RANK32=1): the segment version
+ * says which, so that the two never share a segment.
  */
 #ifdef MW_SMC_RANK32
 typedef int32_t mws_rank_t;
+typedef uint32_t mws_node_t;
 #define SEG_RANK_BITS 0x100u
 #else
 typedef int16_t mws_rank_t;
+typedef uint16_t mws_node_t;
 #define SEG_RANK_BITS 0u
 #endif
 
 /*
  * What a rank publishes for its peers at start-up, read by every peer:
- * one fixed-size binary record, no strings (20 bytes; 24 with 32-bit
+ * one fixed-size binary record, no strings (24 bytes; 28 with 32-bit
  * ranks). The start time is two 32-bit halves so that the record needs
  * no 8-byte alignment; it is written before the state is published (and
- * rewritten only at a C/R restart, when peers give a grace period).
+ * rewritten only at a C/R restart, when peers give a grace period). The
+ * node id tells a segment shared between nodes (a dir on a network file
+ * system) from one that is local: pids and start times of another node
+ * mean nothing here.
  */
 struct seg_rank {
 	_Atomic int16_t state;
@@ -62,7 +67,10 @@ struct seg_rank {
 	_Atomic int32_t pid;
 	_Atomic uint32_t pidns;		/* nsfs inode numbers are 32-bit */
 	_Atomic uint32_t start_lo, start_hi;	/* /proc/pid/stat field 22 */
+	_Atomic mws_node_t node;
 };
+_Static_assert(sizeof(struct seg_rank) == (sizeof(mws_rank_t) == 2 ? 24 : 28),
+	       "start-up record grew");
 
 /* Written by its owner on every progress call: one line each, apart from
  * the records (which are read, not written, after start-up). */
@@ -104,8 +112,9 @@ enum msg_type {
 struct msg_hdr {
 	uint32_t type;
 	uint32_t tag;
-	uint32_t seq;
-	uint32_t arg;		/* ACK/CONFIRM: ok; REQ: device; FIN: FIN_* */
+	uint32_t seq;		/* IPC control: the C/R life it answers */
+	uint32_t arg;		/* ACK/CONFIRM: ok (ACK: | life << 1);
+				 * REQ: device; FIN: FIN_* */
 	uint64_t len;
 };
 
@@ -221,6 +230,9 @@ struct mw_ep {
 	void *slot[MW_SMC_SLOTS_MAX];	/* dynamic slots */
 	struct seg_pair *out, *in;
 	uint64_t hb_seen, hb_ms;	/* heartbeat across pid namespaces */
+	int pidfd;			/* -1: none; segment.c */
+	int32_t pidfd_pid;		/* the record it was opened for */
+	uint64_t pidfd_start;
 	uint32_t send_seq;
 	uint64_t stream_wr, stream_rd;	/* bounce slot streams */
 	struct msg_ctl_pending *ctl_pending, *ctl_pending_tail;
@@ -274,6 +286,7 @@ struct mw_smc {
 	bool is_shm;
 	int rank, nranks;
 	uint64_t pidns;
+	mws_node_t node;	/* this process's node id (segment.c) */
 	uint64_t live_ms;	/* last liveness check */
 	uint64_t live_after;	/* none before (grace after a C/R restart) */
 	pid_t peer_pid[MW_SMC_MAX_RANKS];
@@ -299,13 +312,14 @@ struct mw_smc {
 	int *cfg_gr;		/* global_ranks as given, NULL if none */
 	/* test knobs */
 	bool knob_no_bufid, knob_no_cache, knob_no_overlap, knob_no_pin;
-	bool knob_peer_stale, knob_peer_no_check;
+	bool knob_peer_stale, knob_peer_no_check, knob_no_ipc_epoch;
 	/* large host messages by the peer mapping cache (peer.c) */
 	uint64_t peer_min;		/* 0: off */
 	struct mw_smc_path_stats pst;
 	/* checkpoint/restart (cr.c): progress holds cr_mu */
 	pthread_mutex_t cr_mu;
 	bool cr_quiesced;
+	uint32_t ipc_life;	/* C/R restarts: IPC messages carry it */
 	struct mw_cr_client cr;
 };
 
@@ -313,8 +327,27 @@ struct mw_smc {
 SMC_HIDDEN int mw_seg_open(struct mw_smc *c, const struct mw_smc_config *cfg);
 SMC_HIDDEN void mw_seg_close(struct mw_smc *c);
 SMC_HIDDEN struct seg_pair *mw_seg_pair(struct mw_smc *c, int from, int to);
-SMC_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
 SMC_HIDDEN uint64_t mw_now_ms(void);
+
+/* liveness.c */
+/* Start time of a live, non-zombie process; 0 if gone; START_UNKNOWN if
+ * we cannot tell (never "gone" then). */
+#define START_UNKNOWN UINT64_MAX
+SMC_HIDDEN uint64_t mw_proc_starttime(pid_t pid);
+SMC_HIDDEN void mw_rec_set_start(struct seg_rank *sr, uint64_t v);
+SMC_HIDDEN uint64_t mw_self_pidns(void);
+SMC_HIDDEN mws_node_t mw_self_node(const struct mw_smc *c,
+				   const struct mw_smc_config *cfg);
+/* Owner of a used slot gone? Unknowable across namespaces/nodes: no. */
+SMC_HIDDEN bool mw_rec_owner_dead(struct seg_rank *sr, uint64_t ns,
+				  mws_node_t node);
+/* Pid checks in our namespace and node, heartbeat otherwise. */
+SMC_HIDDEN bool mw_seg_peer_alive(struct mw_smc *c, int peer);
+/* Close the pidfds liveness keeps (close, dead peer, checkpoint). */
+SMC_HIDDEN void mw_seg_drop_pidfd(struct mw_ep *ep);
+SMC_HIDDEN void mw_seg_drop_pidfds(struct mw_smc *c);
+/* First joined rank whose node id is not ours, or -1. */
+SMC_HIDDEN int mw_seg_foreign_node(struct mw_smc *c);
 /* C/R restart: publish this (restored) task's start time again. */
 SMC_HIDDEN void mw_seg_restarted(struct mw_smc *c);
 
@@ -328,6 +361,8 @@ SMC_HIDDEN void mw_ipc_on_ctl(struct mw_smc *c, struct mw_ep *ep,
 			      const struct msg_hdr *h);
 SMC_HIDDEN int mw_ctl_send(struct mw_smc *c, struct mw_ep *ep, uint32_t type,
 			   uint32_t seq, uint32_t arg);
+/* C/R restart: every peer back to INIT, a new life for the messages. */
+SMC_HIDDEN void mw_ipc_restart(struct mw_smc *c);
 SMC_HIDDEN int mw_global_rank(struct mw_smc *c, int local);
 
 /* hcache.c */

@@ -114,6 +114,7 @@ void mw_ep_fail(struct mw_smc *c, struct mw_ep *ep)
 		return;
 	drain_ctl(c, ep);	/* FINs it sent before going */
 	ep->dead = true;
+	mw_seg_drop_pidfd(ep);
 	c->st.peers_dead++;
 	while ((r = ep->sendq.head)) {
 		mw_req_list_del(&ep->sendq, r);

@@ -47,6 +47,13 @@ extern "C" {
  * with -EINVAL (text in mw_smc_last_error) if two local ranks share a
  * global rank or a peer disagrees with this array.
  *
+ * Every rank of a channel must be on one node. Each publishes a node id
+ * (node_id with MW_SMC_F_NODE_ID, at most 65535, or 32 bits with
+ * MW_SMC_RANK32=1; else a hash of /proc/sys/kernel/random/boot_id): a
+ * peer on another node (a dir shared over a network file system) fails
+ * mw_smc_open with -EXDEV, or mw_smc_wait_peers with -EXDEV and the text
+ * in mw_smc_last_error.
+ *
  * The job name must be unique per run (an MPI job id is). The segment is
  * removed by the last process out once every rank joined and left or died
  * (a rank not joined yet counts as gone only if its peer_pids entry is a
@@ -68,9 +75,13 @@ struct mw_smc_config {
 	size_t ipc_cache_max_bytes;	/* per peer; 0: 4 GiB */
 	unsigned int event_ring_size;	/* copies in flight; 0: 64 */
 	unsigned int flags;		/* MW_SMC_F_* */
+	/* since 1.2: this node's id (e.g. the launcher's node index), read
+	 * with MW_SMC_F_NODE_ID; else derived from the kernel's boot id */
+	unsigned int node_id;
 };
 
 #define MW_SMC_F_NO_CUDA	0x1u	/* never touch the CUDA driver */
+#define MW_SMC_F_NODE_ID	0x2u	/* node_id is set */
 
 struct mw_smc;
 struct mw_smc_req;

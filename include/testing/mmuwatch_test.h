@@ -47,6 +47,8 @@ enum mw_smc_knob {
 					 * old (the receiver must refuse) */
 	MW_SMC_KNOB_PEER_NO_CHECK,	/* receiver: a refused peer copy is
 					 * reported done (no fallback) */
+	MW_SMC_KNOB_NO_IPC_EPOCH,	/* take IPC answers of an earlier
+					 * C/R life */
 };
 MW_SMC_API int mw_smc_test_knob(struct mw_smc *c, int knob, long value);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,6 +159,49 @@ static void claim_and_global_ranks(const struct mw_smc_config *base)
 	      strstr(mw_smc_last_error(c0), "global_ranks"),
 	      "inconsistent global_ranks: '%s'", mw_smc_last_error(c0));
 	printf("badinput: %s\n", mw_smc_last_error(c0));
+	mw_smc_close(c0);
+	mw_smc_close(c1);
+	CHECK(!seg_exists(job), "segment left");
+}
+
+/*
+ * Node ids: a given one must fit the record and be in the config; a rank
+ * of another node is refused with -EXDEV before it takes a slot, and the
+ * right rank joins after it.
+ */
+static void node_ids(const struct mw_smc_config *base)
+{
+	struct mw_smc_config cfg = *base;
+	struct mw_smc *c0, *c1, *x;
+	char job[80];
+	int e;
+
+	snprintf(job, sizeof(job), "t-%d-node", (int)getpid());
+	cfg.job = job;
+	cfg.flags |= MW_SMC_F_NODE_ID;
+	cfg.rank = 0;
+	cfg.node_id = 70000;
+	e = mw_smc_open(&cfg, &x);
+#ifdef MW_SMC_RANK32
+	CHECK(e == 0, "32-bit build: node id 70000 accepted");
+	if (!e)
+		mw_smc_close(x);
+#else
+	CHECK(e == -EINVAL, "node id 70000 does not fit 16 bits: %d", e);
+#endif
+	cfg.node_id = 1;
+	cfg.size = offsetof(struct mw_smc_config, node_id);
+	CHECK(mw_smc_open(&cfg, &x) == -EINVAL,
+	      "MW_SMC_F_NODE_ID with a config that has no node_id");
+	cfg.size = sizeof(cfg);
+	CHECK(!seg_exists(job), "rejected before creating anything");
+	CHECK(mw_smc_open(&cfg, &c0) == 0, "open 0 on node 1");
+	cfg.rank = 1;
+	cfg.node_id = 2;
+	CHECK(mw_smc_open(&cfg, &x) == -EXDEV, "rank of node 2 refused");
+	cfg.node_id = 1;
+	CHECK(mw_smc_open(&cfg, &c1) == 0, "rank of node 1 joins after");
+	CHECK(mw_smc_wait_peers(c1) == 0, "wait: %s", mw_smc_last_error(c1));
 	mw_smc_close(c0);
 	mw_smc_close(c1);
 	CHECK(!seg_exists(job), "segment left");
@@ -316,6 +360,7 @@ void smc_badinput(void)
 	mw_smc_close(c1);
 	CHECK(!seg_exists(job), "segment of a finished job left");
 	claim_and_global_ranks(&cfg);
+	node_ids(&cfg);
 	close_outstanding(&cfg);
 	/* directory rendezvous */
 	b = cfg;

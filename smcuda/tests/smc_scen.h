@@ -49,6 +49,7 @@ int smc_overlap(bool noscan);
 int smc_ring(int mode);
 int smc_lru(void);
 int smc_cr(void);
+int smc_cr_restart(bool noepoch);
 int smc_death(void);
 int smc_death_ipc(void);
 void smc_badinput(void);

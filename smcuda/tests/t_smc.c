@@ -36,7 +36,7 @@ static int child(const char *scen, const char *job)
 	int rc;
 
 	t_name = scen;
-	if (!strcmp(scen, "asym"))
+	if (!strcmp(scen, "asym") || !strncmp(scen, "cr_restart", 10))
 		setenv("MWTD_DEVICE", R ? "1" : "0", 1);
 	if (!strcmp(scen, "overlap_noscan"))
 		setenv("MWTD_REOPEN", "already_mapped", 1);
@@ -78,6 +78,10 @@ static int child(const char *scen, const char *job)
 		rc = smc_lru();
 	else if (!strcmp(scen, "cr"))
 		rc = smc_cr();
+	else if (!strcmp(scen, "cr_restart"))
+		rc = smc_cr_restart(false);
+	else if (!strcmp(scen, "cr_restart_noepoch"))
+		rc = smc_cr_restart(true);
 	else
 		rc = 2;
 	CHECK(mw_smc_close(C) == 0, "close");
@@ -104,6 +108,7 @@ static const struct scen scens[] = {
 	{ "ring_stall", 2, false }, { "lru", 2, false },
 	{ "death", 2, true }, { "death_ipc", 2, true },
 	{ "simul_gr", 2, false }, { "cr", 2, false },
+	{ "cr_restart", 2, false }, { "cr_restart_noepoch", 2, false },
 };
 
 static int run(const struct scen *s, bool vg)
