@@ -96,8 +96,19 @@ static inline bool mwu_fi_can_notify(const struct mwu_fi_monitor *m)
 	return m->monitor.import_ops && m->monitor.import_ops->notify;
 }
 
-/* Tell libfabric [start, end) changed (takes its mm_lock: no lock of
- * ours held). Only after mwu_fi_can_notify. */
+/*
+ * Tell libfabric [start, end) changed (takes its mm_list_rwlock, then
+ * mm_lock: no lock of ours held). Only after mwu_fi_can_notify.
+ *
+ * A delivery that saw the monitor started may call this after libfabric
+ * stopped it (the last domain closed). That is harmless: the monitor's
+ * list of caches is empty by then and the notify walks nothing, and a
+ * later start only sees an extra invalidation. Making stop wait for the
+ * delivery would deadlock: libfabric calls stop under mm_state_lock, and
+ * a domain opening elsewhere holds mm_list_rwlock for writing while it
+ * takes mm_state_lock, which this call's read lock would wait for.
+ * libfabric is never unloaded under us: the import took a reference.
+ */
 static inline void mwu_fi_notify(struct mwu_fi_monitor *m, uintptr_t start,
 				 uintptr_t end)
 {
