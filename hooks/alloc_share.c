@@ -231,6 +231,19 @@ int mwh_share_describe(const void *p, size_t n, struct mwh_share_desc *d)
 	return 0;
 }
 
+struct mwh_share_hdr *mwh_share_header(void)
+{
+	return atomic_load(&sh.state) == SH_ON ? sh.hdr : NULL;
+}
+
+struct mwh_share_word *mwh_share_span_word(uint64_t span)
+{
+	if (atomic_load(&sh.state) != SH_ON ||
+	    span >= (sh.end - sh.base) >> MW_UNIT_SHIFT)
+		return NULL;
+	return &sh.words[span];
+}
+
 void mwh_share_stats(unsigned long *waits, unsigned long *timeouts)
 {
 	*waits = atomic_load(&sh.waits);
@@ -502,12 +515,17 @@ void mwh_share_atfork_child(void)
 			nh->data_dev = st.st_dev;
 		}
 	}
-	/* The parent's peers' copies in flight are not ours: no busy. */
-	for (uintptr_t k = 0; k < (used >> MW_UNIT_SHIFT); k++)
-		atomic_store(&((struct mwh_share_word *)((char *)nh +
-							 MWH_SHARE_HDR))[k]
-				      .busy,
-			     0);
+	/* The parent's peers' copies in flight are not ours: no busy; nor
+	 * are its kernel watches (the child has a context of its own). */
+	atomic_store(&nh->kwords_size, 0);
+	for (uintptr_t k = 0; k < (used >> MW_UNIT_SHIFT); k++) {
+		struct mwh_share_word *cw =
+			(struct mwh_share_word *)((char *)nh + MWH_SHARE_HDR) +
+			k;
+
+		atomic_store(&cw->busy, 0);
+		atomic_store(&cw->kctx, 0);
+	}
 	mw_raw(SYS_munmap, sh.hdr, sh.ctl_size, 0);
 	/* same fd numbers as before: nothing else to tell */
 	mw_raw(SYS_dup3, d, sh.data_fd, O_CLOEXEC);

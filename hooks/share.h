@@ -30,7 +30,7 @@
 
 #include "hooks/hooks.h"
 
-#define MWH_SHARE_MAGIC	  0x6d7773686172ULL /* "mwshar" */
+#define MWH_SHARE_MAGIC	  0x6d7773686132ULL /* "mwsha2" */
 #define MWH_SHARE_HDR	  4096		    /* control file: header page */
 #define MWH_SHARE_WAIT_NS 2000000000L	    /* owner's wait for busy peers */
 
@@ -43,6 +43,11 @@ struct mwh_share_hdr {
 	uint64_t unit;	   /* span ids count units of this size */
 	uint64_t data_ino; /* st_ino/st_dev of the data file: a peer that */
 	uint64_t data_dev; /* got an fd by number checks it is this file */
+	/* Kernel mode (written by peer/kwatch.c, the owner's side): the
+	 * owner's /dev/mmuwatch fd number and the size of its words mapping;
+	 * kwords_size 0: none (hooks mode, or a fork child's copy). */
+	_Atomic int64_t kdev_fd;
+	_Atomic uint64_t kwords_size;
 };
 
 /* One per unit after the header page. */
@@ -50,6 +55,13 @@ struct mwh_share_word {
 	_Atomic uint64_t gen;  /* 64 bits: never wraps to an old value */
 	_Atomic int32_t busy;  /* copies in flight (peers) */
 	_Atomic uint32_t dead; /* the owner's mapping of it went */
+	/* Kernel mode, for a span the owner described (peer/kwatch.c): its
+	 * kernel watch, valid while word kslot of context kctx == ktoken;
+	 * kctx 0: none. Rewritten only after gen moved. */
+	_Atomic uint64_t kctx;
+	_Atomic uint64_t ktoken;
+	_Atomic uint32_t kslot;
+	uint32_t kpad;
 };
 
 /* What the owner tells a peer about a block (peer/ puts it in messages). */
@@ -74,6 +86,11 @@ MWH_HIDDEN int mwh_share_fds(int *data_fd, int *ctl_fd);
  * return 0; else -ENOENT (the caller uses another path, never guesses). */
 MWH_HIDDEN int mwh_share_describe(const void *p, size_t n,
 				  struct mwh_share_desc *d);
+/* The control file's header and a span's word, for peer/kwatch.c (the
+ * owner's kernel fields); NULL when sharing is off or span is out of
+ * range. */
+MWH_HIDDEN struct mwh_share_hdr *mwh_share_header(void);
+MWH_HIDDEN struct mwh_share_word *mwh_share_span_word(uint64_t span);
 /* Statistics: owner waits for busy peers, and waits that timed out. */
 MWH_HIDDEN void mwh_share_stats(unsigned long *waits, unsigned long *timeouts);
 /* Test only: 1 makes the owner skip the generation bump and the wait (the

@@ -65,6 +65,13 @@ static void mmuwatch_shm_free(struct mmuwatch_shm *shm)
 	shm->pages = NULL;
 }
 
+/*
+ * A process given another's fd (pidfd_getfd, SCM_RIGHTS) tells contexts
+ * apart by this id in fdinfo: fd numbers are reused, the device inode is
+ * one for all.
+ */
+static atomic64_t mmuwatch_next_id = ATOMIC64_INIT(0);
+
 struct mmuwatch_ctx *mmuwatch_ctx_create(void)
 {
 	struct mmuwatch_ctx *ctx;
@@ -98,6 +105,7 @@ struct mmuwatch_ctx *mmuwatch_ctx_create(void)
 	}
 	mmgrab(ctx->mm);
 	ctx->owner = get_pid(task_tgid(current));
+	ctx->id = atomic64_inc_return(&mmuwatch_next_id);
 	spin_lock_init(&ctx->lock);
 	mutex_init(&ctx->setup_lock);
 	mutex_init(&ctx->read_lock);
@@ -293,15 +301,21 @@ int mmuwatch_ctx_mmap(struct mmuwatch_ctx *ctx, struct vm_area_struct *vma)
 	struct mmuwatch_shm *shm;
 	int ret;
 
-	if (vma->vm_mm != ctx->mm)
-		return -EBADFD;
 	if (vma->vm_pgoff == MMUWATCH_MMAP_RING >> PAGE_SHIFT) {
-		/* The consumer index is written by user space. */
+		/* The consumer index is written by user space: the owner's. */
+		if (vma->vm_mm != ctx->mm)
+			return -EBADFD;
 		if (!(vma->vm_flags & VM_SHARED))
 			return -EINVAL;
 		shm = &ctx->ring_shm;
 	} else if (vma->vm_pgoff == MMUWATCH_MMAP_WORDS >> PAGE_SHIFT) {
-		/* Only the kernel writes validity words. */
+		/*
+		 * Only the kernel writes validity words. Another process
+		 * given the fd may read them (a peer checking the owner's
+		 * watch, as the owner does): it could read the owner's
+		 * memory already (pidfd_getfd needs ptrace access) or was
+		 * handed the fd by the owner.
+		 */
 		if (vma->vm_flags & VM_WRITE)
 			return -EACCES;
 		vm_flags_clear(vma, VM_MAYWRITE);

@@ -97,6 +97,7 @@ struct mmuwatch_shm {
 struct mmuwatch_ctx {
 	struct mm_struct *mm;		/* mmgrab'ed owner */
 	struct pid *owner;		/* opener's thread group, for fdinfo */
+	u64 id;				/* unique since load, for fdinfo */
 	struct mmuwatch_user *user;		/* charged for everything below */
 	bool exempt;			/* root with the root_exempt parameter */
 	unsigned long charged_kb;	/* setup memory charged to user */

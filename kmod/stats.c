@@ -175,6 +175,7 @@ void mmuwatch_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "mmuwatch-abi:\t%d\n", MMUWATCH_ABI_VERSION);
 	/* In the reader's pid namespace; 0 if the owner is not visible there. */
 	seq_printf(m, "mmuwatch-owner-tgid:\t%d\n", pid_vnr(ctx->owner));
+	seq_printf(m, "mmuwatch-ctx-id:\t%llu\n", ctx->id);
 	seq_printf(m, "mmuwatch-words:\t%u\n", words);
 	seq_printf(m, "mmuwatch-slots-used:\t%u\n", used);
 	seq_printf(m, "mmuwatch-persistent:\t%u\n", persistent);

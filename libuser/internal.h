@@ -88,6 +88,16 @@ MWU_HIDDEN int mwu_kernel_watch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_unwatch(struct mw_watch *const *w, unsigned n);
 MWU_HIDDEN int mwu_kernel_drain(unsigned max);	/* core lock held */
 MWU_HIDDEN int mwu_kernel_fd(void);
+/* For peers of this process (peer/kwatch.c): the device fd, the context's
+ * id (fdinfo) and the size of its words mapping. 0, or -ENODEV when the
+ * kernel source is not active (or the module has no context ids). Takes
+ * the core lock. */
+struct mwu_kernel_share {
+	int fd;
+	uint64_t ctx_id;
+	size_t words_size;
+};
+MWU_HIDDEN int mwu_kernel_share_info(struct mwu_kernel_share *ks);
 /* mw_release_cb_all(): counted; 0 or MW_E* (core lock held). */
 MWU_HIDDEN int mwu_kernel_watch_all(int on);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -40,6 +41,7 @@ static struct {
 	uint64_t all_token;
 	uint64_t all_id;
 	uint64_t all_end;	/* its end: the task's address-space size */
+	uint64_t ctx_id;	/* fdinfo's mmuwatch-ctx-id; 0: none */
 } K = { .fd = -1 };
 
 static unsigned env_uint(const char *name, unsigned def)
@@ -94,6 +96,24 @@ static void unmap_all(void)
 
 static int all_add(void);
 
+/* fdinfo's mmuwatch-ctx-id (module 1.2 on), 0 when it has none. */
+static uint64_t ctx_id_of(int fd)
+{
+	char path[64], line[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "mmuwatch-ctx-id: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 int mwu_kernel_open(void)
 {
 	struct mmuwatch_setup su = { 0 };
@@ -141,6 +161,7 @@ int mwu_kernel_open(void)
 		goto fail;
 	K.info = info;
 	K.fd = fd;
+	K.ctx_id = ctx_id_of(fd);
 	p = mmap(NULL, info.ring_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 fd, MMUWATCH_MMAP_RING);
 	if (p == MAP_FAILED)
@@ -198,6 +219,7 @@ void mwu_kernel_close(void)
 	if (K.fd >= 0)
 		close(K.fd);
 	K.fd = -1;
+	K.ctx_id = 0;
 }
 
 int mwu_kernel_atfork_child(void)
@@ -207,6 +229,21 @@ int mwu_kernel_atfork_child(void)
 	/* The inherited context belongs to the parent's mm (EBADFD here). */
 	mwu_kernel_close();
 	ret = mwu_kernel_open();
+	return ret;
+}
+
+int mwu_kernel_share_info(struct mwu_kernel_share *ks)
+{
+	int ret = -ENODEV;
+
+	pthread_mutex_lock(&mwu_core.lock);
+	if (mwu_core.source == MW_SOURCE_KERNEL && K.fd >= 0 && K.ctx_id) {
+		ks->fd = K.fd;
+		ks->ctx_id = K.ctx_id;
+		ks->words_size = K.info.words_mmap_size;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&mwu_core.lock);
 	return ret;
 }
 

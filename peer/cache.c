@@ -177,6 +177,7 @@ static void mwp_unmap_list(struct mwp_map *v)
 
 static void mwp_owner_close(struct mwp_owner *o)
 {
+	mwp_kwords_drop(o);
 	if (o->hdr)
 		munmap(o->hdr, o->ctl_size);
 	if (o->data_fd >= 0)
@@ -397,6 +398,17 @@ out:
 	pthread_mutex_unlock(&c.lock);
 	mwp_unmap_list(victims);
 	return r;
+}
+
+const volatile uint64_t *mwp_cache_kwords(struct mwp_owner *o, uint64_t ctx,
+					  size_t *nwords)
+{
+	const volatile uint64_t *w;
+
+	pthread_mutex_lock(&c.lock);
+	w = o->hdr && !o->dead ? mwp_kwords(o, ctx, nwords) : NULL;
+	pthread_mutex_unlock(&c.lock);
+	return w;
 }
 
 void mwp_cache_put(struct mwp_map *m)

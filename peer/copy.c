@@ -17,6 +17,11 @@
  *     the freed block's, the write may have gone into freed memory).
  * Stale descriptors never fall back to CMA: the address may hold another
  * block by now.
+ *
+ * In kernel mode the owner's kernel watch over the span (kwatch.c) is
+ * checked too, before and after the memcpy: the releases no hook sees
+ * (raw syscalls) flip its word before they return, so a copy that passes
+ * both checks ran before the release began.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +31,7 @@
 
 #include "peer/internal.h"
 
-MWP_HIDDEN int mwp_noinval;
+MWP_HIDDEN int mwp_noinval, mwp_nokwords;
 static int mwp_env_done;
 
 static void mwp_env(void)
@@ -39,6 +44,8 @@ static void mwp_env(void)
 	const char *v = getenv("MMUWATCH_PEER_TEST_NOINVAL");
 
 	mwp_noinval = v && !strcmp(v, "1");
+	v = getenv("MMUWATCH_PEER_TEST_NOKWORDS");
+	mwp_nokwords = v && !strcmp(v, "1");
 #endif
 	__atomic_store_n(&mwp_env_done, 1, __ATOMIC_RELEASE);
 }
@@ -69,6 +76,9 @@ int mw_peer_describe(const void *buf, size_t len, struct mw_peer_desc *d)
 		return 0;
 	/* the proxy may have been skipped (env opt-in): start it now */
 	if (mwp_proxy_start() != 0)
+		return 0;
+	/* kernel mode: a kernel watch over the span, or CMA only */
+	if (mwp_kwatch_describe(sd.span, sd.span_len, &sd.gen) < 0)
 		return 0;
 	d->flags = MW_PEER_DESC_SPAN;
 	d->span = sd.span;
@@ -104,15 +114,44 @@ static int mwp_cma(const struct mw_peer_desc *d, size_t off, void *local,
 	return MW_PEER_PATH_CMA;
 }
 
+/*
+ * The span's kernel watch, if the owner published one (kernel mode): the
+ * word must hold the token now. 0 with *kw NULL: none published; 0 with
+ * *kw set: valid, check again after the copy; -ESTALE: released; -ENOENT:
+ * the owner's words cannot be had, copy by CMA.
+ */
+static int mwp_kword_check(struct mwp_owner *o, struct mwh_share_word *w,
+			   const volatile uint64_t **kw, uint32_t *kslot,
+			   uint64_t *ktoken)
+{
+	uint64_t ctx = atomic_load(&w->kctx);
+	size_t n = 0;
+
+	*kw = NULL;
+	if (!ctx || mwp_nokwords)
+		return 0;
+	*kslot = atomic_load(&w->kslot);
+	*ktoken = atomic_load(&w->ktoken);
+	*kw = mwp_cache_kwords(o, ctx, &n);
+	if (!*kw)
+		return -ENOENT;
+	if (*kslot >= n ||
+	    atomic_load((_Atomic uint64_t *)&(*kw)[*kslot]) != *ktoken)
+		return -ESTALE;
+	return 0;
+}
+
 int mw_peer_copy(const struct mw_peer_desc *d, size_t off, void *local,
 		 size_t len, int dir)
 {
 	struct mwp_map *m;
 	struct mwp_owner *o;
 	struct mwh_share_word *w;
+	const volatile uint64_t *kw = NULL;
+	uint64_t g2, ktoken = 0;
+	uint32_t kslot = 0;
+	int r, kw_ok;
 	char *p;
-	uint64_t g2;
-	int r;
 
 	if (!d || (!local && len) || d->pid <= 0 ||
 	    (dir != MW_PEER_READ && dir != MW_PEER_WRITE) || off > d->len ||
@@ -138,6 +177,11 @@ int mw_peer_copy(const struct mw_peer_desc *d, size_t off, void *local,
 			r = -ESTALE;
 			goto out;
 		}
+		r = mwp_kword_check(o, w, &kw, &kslot, &ktoken);
+		if (r) {
+			atomic_fetch_sub(&w->busy, 1);
+			goto out;
+		}
 	}
 	p = m->addr + d->off + off;
 	if (dir == MW_PEER_READ)
@@ -145,9 +189,13 @@ int mw_peer_copy(const struct mw_peer_desc *d, size_t off, void *local,
 	else
 		memcpy(p, local, len);
 	if (!mwp_noinval) {
+		/* the copy's stores and loads before the word's second load */
+		atomic_thread_fence(memory_order_seq_cst);
+		kw_ok = !kw || atomic_load((_Atomic uint64_t *)&kw[kslot]) ==
+				       ktoken;
 		g2 = atomic_load(&w->gen);
 		atomic_fetch_sub(&w->busy, 1);
-		if (g2 != d->gen) {
+		if (g2 != d->gen || !kw_ok) {
 			r = -ESTALE;
 			goto out;
 		}
@@ -161,6 +209,8 @@ out:
 		atomic_fetch_add_explicit(&mwp_cnt.stale, 1,
 					  memory_order_relaxed);
 	mwp_cache_put(m);
+	if (r == -ENOENT) /* kernel words out of reach: CMA */
+		return mwp_cma(d, off, local, len, dir);
 	return r;
 }
 

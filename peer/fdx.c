@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * fd exchange: how a peer gets the owner's two heap files (data, control).
+ * fd exchange: how a peer gets the owner's two heap files (data, control)
+ * and, in kernel mode, the owner's /dev/mmuwatch fd (its validity words;
+ * kwatch.c).
  *
  * First pidfd_getfd() (Linux >= 5.6): the kernel itself checks that the
  * peer may ptrace the owner (PTRACE_MODE_ATTACH_REALCREDS), no help from
@@ -26,17 +28,25 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "libuser/internal.h"
 #include "peer/internal.h"
+
+extern int mwu_kernel_share_info(struct mwu_kernel_share *ks)
+	__attribute__((weak));
 
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
 #endif
 
 #define MWP_TOKEN_MAX 64
-#define MWP_REQ_MAGIC 0x6d777066u /* "mwpf" */
+#define MWP_REQ_MAGIC 0x6d777067u /* "mwpg" */
+
+/* What a request asks for. */
+enum { MWP_WANT_HEAP = 0, MWP_WANT_DEV = 1 };
 
 struct mwp_req {
 	uint32_t magic;
+	uint32_t want;
 	char token[MWP_TOKEN_MAX];
 };
 
@@ -104,8 +114,9 @@ static void mwp_serve(int c)
 	struct ucred uc;
 	socklen_t ul = sizeof(uc);
 	struct timeval tv = {1, 0};
+	struct mwu_kernel_share ks;
 	int32_t status = -EPERM;
-	int fds[2];
+	int fds[2], nfds = 2;
 	char cbuf[CMSG_SPACE(sizeof(fds))];
 	struct iovec iov = {&status, sizeof(status)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -114,24 +125,31 @@ static void mwp_serve(int c)
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	n = recv(c, &rq, sizeof(rq), 0);
 	if (n != (ssize_t)sizeof(rq) || rq.magic != MWP_REQ_MAGIC ||
+	    rq.want > MWP_WANT_DEV ||
 	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &ul) != 0)
 		status = -EINVAL;
 	else if (!mwp_allowed(&uc, &rq))
 		status = -EPERM;
-	else if (mwh_share_fds(&fds[0], &fds[1]) != 0)
+	else if (rq.want == MWP_WANT_HEAP)
+		status = mwh_share_fds(&fds[0], &fds[1]) ? -ENOENT : 0;
+	else if (!mwu_kernel_share_info || mwu_kernel_share_info(&ks))
 		status = -ENOENT;
 	else
 		status = 0;
+	if (status == 0 && rq.want == MWP_WANT_DEV) {
+		fds[0] = ks.fd;
+		nfds = 1;
+	}
 	if (status == 0) {
 		struct cmsghdr *cm;
 
 		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(fds));
-		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	} else if (status == -EPERM) {
 		atomic_fetch_add_explicit(&mwp_cnt.proxy_refused, 1,
 					  memory_order_relaxed);
@@ -204,14 +222,14 @@ out:
 
 /* ---- peer: asking -------------------------------------------------------- */
 
-static int mwp_proxy_get(pid_t pid, int *dfd, int *cfd)
+/* Ask the owner's proxy for n fds (what: MWP_WANT_*). */
+static int mwp_proxy_get(pid_t pid, uint32_t want, int *fds, int nfds)
 {
 	struct sockaddr_un sa;
 	socklen_t sl;
-	struct mwp_req rq = {.magic = MWP_REQ_MAGIC};
+	struct mwp_req rq = {.magic = MWP_REQ_MAGIC, .want = want};
 	int32_t status = -EIO;
-	int fds[2];
-	char cbuf[CMSG_SPACE(sizeof(fds))];
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
 	struct iovec iov = {&status, sizeof(status)};
 	struct msghdr mh = {.msg_iov = &iov,
 			    .msg_iovlen = 1,
@@ -240,14 +258,12 @@ static int mwp_proxy_get(pid_t pid, int *dfd, int *cfd)
 		return n < 0 && errno == EMFILE ? -EMFILE : -EIO;
 	cm = CMSG_FIRSTHDR(&mh);
 	if (status != 0 || !cm || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(fds))) {
+	    cm->cmsg_len != CMSG_LEN(nfds * sizeof(int))) {
 		if (mh.msg_flags & MSG_CTRUNC)
 			return -EMFILE; /* the fds did not fit: our limit */
 		return status ? status : -EIO;
 	}
-	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
-	*dfd = fds[0];
-	*cfd = fds[1];
+	memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
 	return 0;
 }
 
@@ -276,7 +292,37 @@ int mwp_fdx_get(pid_t pid, int pidfd, int dnum, int cnum, int *dfd, int *cfd,
 	}
 	if (mode && !strcmp(mode, "pidfd"))
 		return r;
-	r = mwp_proxy_get(pid, dfd, cfd);
+	{
+		int fds[2];
+
+		r = mwp_proxy_get(pid, MWP_WANT_HEAP, fds, 2);
+		if (r == 0) {
+			*dfd = fds[0];
+			*cfd = fds[1];
+			*how = 2;
+		}
+	}
+	return r;
+}
+
+int mwp_fdx_get_dev(pid_t pid, int pidfd, int num, int *fd, int *how)
+{
+	const char *mode = getenv("MMUWATCH_PEER_FDX");
+	int r = -ENOSYS;
+
+	if (pidfd >= 0 && !(mode && !strcmp(mode, "proxy"))) {
+		*fd = (int)syscall(SYS_pidfd_getfd, pidfd, num, 0);
+		if (*fd >= 0) {
+			*how = 1;
+			return 0;
+		}
+		r = -errno;
+		if (r == -EMFILE || r == -ENFILE)
+			return r;
+	}
+	if (mode && !strcmp(mode, "pidfd"))
+		return r;
+	r = mwp_proxy_get(pid, MWP_WANT_DEV, fd, 1);
 	if (r == 0)
 		*how = 2;
 	return r;

@@ -29,6 +29,8 @@ struct mwp_owner {
 	size_t ctl_size, nspans;
 	long checked_ns; /* last liveness check */
 	unsigned maps;	 /* entries still referring to it */
+	struct mwp_kwmap *kw; /* its kernel words, per context (kwatch.c) */
+	uint64_t kw_failed;   /* context whose words could not be had */
 };
 
 /* One mapped span (whole span), shared by all threads. */
@@ -53,6 +55,9 @@ MWP_HIDDEN extern struct mwp_counters mwp_cnt;
  * 0 or -errno; *how is 1 (pidfd) or 2 (proxy). */
 MWP_HIDDEN int mwp_fdx_get(pid_t pid, int pidfd, int dnum, int cnum, int *dfd,
 			   int *cfd, int *how);
+/* fdx.c: the owner's /dev/mmuwatch fd (number num), the same ways. */
+MWP_HIDDEN int mwp_fdx_get_dev(pid_t pid, int pidfd, int num, int *fd,
+			       int *how);
 /* Owner: start the fd proxy once (thread-safe). */
 MWP_HIDDEN int mwp_proxy_start(void);
 
@@ -65,10 +70,26 @@ MWP_HIDDEN void mwp_cache_usage(uint64_t *maps, uint64_t *bytes);
 MWP_HIDDEN int mwp_cache_quiesce(unsigned wait_ms);
 MWP_HIDDEN void mwp_cache_resume(void);
 MWP_HIDDEN int mwp_cache_quiesced(void);
+/* kwatch.c, owner: in kernel mode, watch the span in the kernel and
+ * publish the watch for peers. 1: not kernel mode (nothing done); 0: done,
+ * *gen is the span's generation now; -errno: no watch, describe it for
+ * CMA only. */
+MWP_HIDDEN int mwp_kwatch_describe(uint64_t span, uint64_t span_len,
+				   uint64_t *gen);
+/* kwatch.c, peer (cache lock held): the owner's words of context ctx,
+ * mapped read-only, or NULL (then CMA); dropped with the owner. */
+MWP_HIDDEN const volatile uint64_t *mwp_kwords(struct mwp_owner *o,
+					       uint64_t ctx, size_t *nwords);
+MWP_HIDDEN void mwp_kwords_drop(struct mwp_owner *o);
+/* cache.c: mwp_kwords under the cache lock. */
+MWP_HIDDEN const volatile uint64_t *mwp_cache_kwords(struct mwp_owner *o,
+						     uint64_t ctx,
+						     size_t *nwords);
 /* cr.c: the cache as a checkpoint/restart client of libmmuwatch. */
 MWP_HIDDEN void mwp_cr_register(void);
 
-/* copy.c: test switch, the oracle's negative control (no checks). */
-MWP_HIDDEN extern int mwp_noinval;
+/* copy.c: test switches, the negative controls: no checks at all, or no
+ * kernel word check. */
+MWP_HIDDEN extern int mwp_noinval, mwp_nokwords;
 
 #endif /* MW_PEER_INTERNAL_H */

@@ -359,9 +359,14 @@ TEST_F(ctx, forked_child_gets_ebadfd)
 		bad |= ioc(self->m.fd, MMUWATCH_IOC_INFO, &info) != EBADFD;
 		bad |= (ioc(self->m.fd, MMUWATCH_IOC_WATCH, &r2) != EBADFD) << 1;
 		bad |= (ioc(self->m.fd, MMUWATCH_IOC_UNWATCH, &u) != EBADFD) << 2;
-		bad |= (mmap(NULL, P, PROT_READ, MAP_SHARED, self->m.fd,
-			     MMUWATCH_MMAP_WORDS) != MAP_FAILED) << 3;
+		/* The ring is the owner's; its words may be read (the
+		 * foreign_words test), never written. */
+		bad |= (mmap(NULL, P, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     self->m.fd, MMUWATCH_MMAP_RING) != MAP_FAILED) << 3;
 		bad |= (errno != EBADFD) << 4;
+		bad |= (mmap(NULL, P, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     self->m.fd, MMUWATCH_MMAP_WORDS) != MAP_FAILED) << 5;
+		bad |= (errno != EACCES) << 6;
 		/* The child's own munmap must not touch the parent's watch. */
 		munmap(self->buf, P);
 		_exit(bad);

@@ -6,7 +6,10 @@
  * never make the kernel misbehave (the words stay exact, the kernel's own
  * indexes survive, RESET_OVERFLOW recovers); pages zapped with
  * MADV_DONTNEED fault back with the kernel's contents; rmmod with the fd
- * closed but a mapping alive is refused, and the mapping stays usable.
+ * closed but a mapping alive is refused, and the mapping stays usable;
+ * another process holding the fd reads the owner's words, which the
+ * owner's munmap has flipped by the time it returns, and fdinfo tells
+ * contexts apart by id.
  * Each test has a control showing it can tell the difference.
  */
 #include <fcntl.h>
@@ -291,6 +294,66 @@ TEST(zapped_mappings_refault)
 	ASSERT_EQ(0, munmap(buf, P));
 	EXPECT_TRUE(mwt_invalid(&m, &live));
 	MWT_EXPECT_ONE_EVENT(&m, 0x2a, buf, buf + P, MMUWATCH_REASON_UNMAP);
+	mwt_close(&m);
+}
+
+/*
+ * The peer mapping cache's premise: a process given the owner's fd (here
+ * a forked child, which holds it) maps the owner's words read-only and
+ * finds the word flipped once the owner's munmap has returned. Control:
+ * before the munmap it reads the token. fdinfo ids tell contexts apart.
+ */
+TEST(foreign_words_follow_owner)
+{
+	struct mwt m, m2;
+	struct mmuwatch_range r;
+	int go[2], ready[2], st;
+	long long id, id2;
+	char c = 0;
+	void *buf;
+	pid_t pid;
+
+	if (!have_device())
+		SKIP(return, "no device");
+	ASSERT_EQ(0, mwt_open(&m, 16, 16));
+	ASSERT_EQ(0, mwt_open(&m2, 16, 16));
+	id = mwt_fdinfo(getpid(), m.fd, "mmuwatch-ctx-id");
+	id2 = mwt_fdinfo(getpid(), m2.fd, "mmuwatch-ctx-id");
+	EXPECT_LT(0, id);
+	EXPECT_LT(0, id2);
+	EXPECT_NE(id, id2);
+	buf = mwt_map(2);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, 2 * P, 1, &r));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		const volatile uint64_t *w;
+		int bad = 0;
+
+		w = mmap(NULL, m.words_size, PROT_READ, MAP_SHARED, m.fd,
+			 MMUWATCH_MMAP_WORDS);
+		if (w == MAP_FAILED)
+			_exit(1);
+		bad |= (w[r.slot] != r.token) << 1;
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(8);
+		bad |= (w[r.slot] != (r.token | MMUWATCH_WORD_INVALID)) << 2;
+		_exit(bad);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(0, munmap(buf, 2 * P));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
+	mwt_close(&m2);
 	mwt_close(&m);
 }
 

@@ -688,6 +688,8 @@ TEST(corrupt_tail_event_counted_lost)
 
 struct exit_info {
 	uint64_t a, b;	/* watched starts */
+	uint64_t token_a, token_b;
+	uint32_t slot_a, slot_b;
 };
 
 /* Child: two watches on a context set up by the first WATCH; pass the fd
@@ -714,6 +716,10 @@ static void exit_owner(int sock, void *arg)
 		_exit(2);
 	xi.a = r1.start;
 	xi.b = r2.start;
+	xi.token_a = r1.token;
+	xi.token_b = r2.token;
+	xi.slot_a = r1.slot;
+	xi.slot_b = r2.slot;
 	if (mwt_send_fd_msg(sock, cfd, &xi, sizeof(xi)))
 		_exit(3);
 }
@@ -723,17 +729,25 @@ TEST(process_exit_events)
 	struct mmuwatch_event ev[4];
 	struct mmuwatch_info info;
 	struct exit_info xi;
+	const volatile __u64 *w;
 	bool got_a = false, got_b = false;
 	int fd, i;
 
 	MWT_SKIP_WITHOUT_DEVICE();
 	fd = mwt_fd_of_exited(exit_owner, NULL, &xi, sizeof(xi));
 	ASSERT_LE(0, fd);
-	/* Not our mm: ioctls and mmap refused, read() works. */
+	/* Not our mm: ioctls and the ring refused, read() works; the
+	 * words map read-only and say the exit killed both watches. */
 	ASSERT_EQ(-1, ioctl(fd, MMUWATCH_IOC_INFO, &info));
 	ASSERT_EQ(EBADFD, errno);
-	ASSERT_EQ(MAP_FAILED, mmap(NULL, P, PROT_READ, MAP_SHARED, fd,
-				   MMUWATCH_MMAP_WORDS));
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, P, PROT_READ | PROT_WRITE, MAP_SHARED,
+				   fd, MMUWATCH_MMAP_RING));
+	ASSERT_EQ(EBADFD, errno);
+	w = mmap(NULL, P, PROT_READ, MAP_SHARED, fd, MMUWATCH_MMAP_WORDS);
+	ASSERT_NE(MAP_FAILED, w);
+	EXPECT_EQ(xi.token_a | MMUWATCH_WORD_INVALID, w[xi.slot_a]);
+	EXPECT_EQ(xi.token_b | MMUWATCH_WORD_INVALID, w[xi.slot_b]);
+	munmap((void *)w, P);
 	set_nonblock(fd, true);
 	ASSERT_EQ((ssize_t)(2 * EVSZ), read(fd, ev, sizeof(ev)));
 	for (i = 0; i < 2; i++) {

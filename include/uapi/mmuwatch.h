@@ -76,13 +76,17 @@
  *   range before pinning it (as with any mmu interval notifier).
  * - mmap: offset MMUWATCH_MMAP_RING needs MAP_SHARED (else EINVAL);
  *   MMUWATCH_MMAP_WORDS refuses PROT_WRITE (EACCES) and can never be made
- *   writable. Unknown offset or a length beyond *_mmap_size: EINVAL; from
- *   another mm: EBADFD. mmap of a context that is not set up yet is
+ *   writable. Unknown offset or a length beyond *_mmap_size: EINVAL. From
+ *   another mm (a process given the fd): the ring is EBADFD, the words
+ *   map read-only as for the owner (they change before the owner's
+ *   munmap etc. return: a peer can check the owner's watch); fdinfo's
+ *   mmuwatch-ctx-id (unique since the module loaded) says which context
+ *   an fd is. mmap of a context that is not set up yet is
  *   EINVAL: SETUP (or the first WATCH, with the defaults) allocates the
  *   ring and words, never mmap, which runs under the mmap lock.
  *   Both mappings are VM_DONTCOPY: a forked child does not inherit them
- *   (it cannot write the parent's ring header or read its words; its
- *   copy of the fd gets EBADFD for ioctl/mmap anyway). A process that
+ *   (it cannot write the parent's ring header; its copy of the fd gets
+ *   EBADFD for ioctl and the ring). A process that
  *   undoes this with madvise(MADV_DOFORK) shares its ring with the child
  *   on purpose. Nothing written to the ring mapping can harm the kernel:
  *   only the tail is read, and a bad one means "ring full" (see read()).
