@@ -31,8 +31,7 @@
 #include "libuser/internal.h"
 #include "peer/internal.h"
 
-extern int mwu_kernel_share_info(struct mwu_kernel_share *ks)
-	__attribute__((weak));
+extern int mwu_kernel_share_info(struct mwu_kernel_share *ks) MWP_CORE_REF;
 
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
@@ -132,7 +131,8 @@ static void mwp_serve(int c)
 		status = -EPERM;
 	else if (rq.want == MWP_WANT_HEAP)
 		status = mwh_share_fds(&fds[0], &fds[1]) ? -ENOENT : 0;
-	else if (!mwu_kernel_share_info || mwu_kernel_share_info(&ks))
+	else if (!MWP_HAVE(mwu_kernel_share_info) ||
+		 mwu_kernel_share_info(&ks))
 		status = -ENOENT;
 	else
 		status = 0;

@@ -17,6 +17,20 @@
 
 #define MWP_HIDDEN __attribute__((visibility("hidden")))
 
+/*
+ * libmmuwatch's core, as kwatch.c and fdx.c reach it: strong references in
+ * the library (a static link must pull the core's watch and kernel code
+ * in), weak ones in peer/'s own host tests (MWP_STANDALONE: the allocator
+ * without the core, so no kernel mode).
+ */
+#ifdef MWP_STANDALONE
+#define MWP_CORE_REF __attribute__((weak))
+#define MWP_HAVE(fn) ((fn) != NULL)
+#else
+#define MWP_CORE_REF
+#define MWP_HAVE(fn) 1
+#endif
+
 /* One owner process a peer talks to (cache.c). */
 struct mwp_owner {
 	pid_t pid;

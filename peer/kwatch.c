@@ -22,8 +22,8 @@
  * per owner until the owner is dropped (copies read them without the
  * lock). Without them a span that has kernel words goes by CMA.
  *
- * libmmuwatch's core is reached through weak references: peer/'s own host
- * tests link the allocator without the core (no kernel mode there).
+ * libmmuwatch's core is reached through MWP_CORE_REF (internal.h): weak
+ * only in peer/'s own host tests, which link the allocator without it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,12 +36,11 @@
 #include "peer/internal.h"
 #include "uapi/mmuwatch.h"
 
-extern int mwu_kernel_share_info(struct mwu_kernel_share *ks)
-	__attribute__((weak));
+extern int mwu_kernel_share_info(struct mwu_kernel_share *ks) MWP_CORE_REF;
 extern int mw_watch_add(struct mw_watch *w, const void *start, size_t len,
-			mw_invalid_cb cb, void *arg) __attribute__((weak));
-extern int mw_watch_remove(struct mw_watch *w) __attribute__((weak));
-extern int mw_watch_valid(const struct mw_watch *w) __attribute__((weak));
+			mw_invalid_cb cb, void *arg) MWP_CORE_REF;
+extern int mw_watch_remove(struct mw_watch *w) MWP_CORE_REF;
+extern int mw_watch_valid(const struct mw_watch *w) MWP_CORE_REF;
 
 /* ---- owner ---------------------------------------------------------------- */
 
@@ -71,8 +70,8 @@ static pthread_once_t kw_once = PTHREAD_ONCE_INIT;
 
 static int kernel_info(struct mwu_kernel_share *ks)
 {
-	if (!mwu_kernel_share_info || !mw_watch_add || !mw_watch_remove ||
-	    !mw_watch_valid)
+	if (!MWP_HAVE(mwu_kernel_share_info) || !MWP_HAVE(mw_watch_add) ||
+	    !MWP_HAVE(mw_watch_remove) || !MWP_HAVE(mw_watch_valid))
 		return -ENODEV;
 	return mwu_kernel_share_info(ks);
 }
