@@ -98,6 +98,8 @@ struct mwu_kernel_share {
 	size_t words_size;
 };
 MWU_HIDDEN int mwu_kernel_share_info(struct mwu_kernel_share *ks);
+/* The number on the "key:" line of /proc/self/fdinfo/<fd>, or -1. */
+MWU_HIDDEN long long mwu_fdinfo_ll(int fd, const char *key);
 /* mw_release_cb_all(): counted; 0 or MW_E* (core lock held). */
 MWU_HIDDEN int mwu_kernel_watch_all(int on);
 

@@ -96,20 +96,22 @@ static void unmap_all(void)
 
 static int all_add(void);
 
-/* fdinfo's mmuwatch-ctx-id (module 1.2 on), 0 when it has none. */
-static uint64_t ctx_id_of(int fd)
+long long mwu_fdinfo_ll(int fd, const char *key)
 {
-	char path[64], line[128];
-	unsigned long long v = 0;
+	char path[64], line[160];
+	size_t kl = strlen(key);
+	long long v = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "mmuwatch-ctx-id: %llu", &v) == 1)
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			v = strtoll(line + kl + 1, NULL, 10);
 			break;
+		}
 	fclose(f);
 	return v;
 }
@@ -118,6 +120,7 @@ int mwu_kernel_open(void)
 {
 	struct mmuwatch_setup su = { 0 };
 	struct mmuwatch_info info;
+	long long v;
 	void *p;
 	int fd, err = MW_EDEVICE;
 
@@ -161,7 +164,9 @@ int mwu_kernel_open(void)
 		goto fail;
 	K.info = info;
 	K.fd = fd;
-	K.ctx_id = ctx_id_of(fd);
+	/* module 1.2 on; an older one has no ids: 0, no peer words */
+	v = mwu_fdinfo_ll(fd, "mmuwatch-ctx-id");
+	K.ctx_id = v > 0 ? (uint64_t)v : 0;
 	p = mmap(NULL, info.ring_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 fd, MMUWATCH_MMAP_RING);
 	if (p == MAP_FAILED)

@@ -26,9 +26,7 @@
  * only in peer/'s own host tests, which link the allocator without it.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -41,6 +39,7 @@ extern int mw_watch_add(struct mw_watch *w, const void *start, size_t len,
 			mw_invalid_cb cb, void *arg) MWP_CORE_REF;
 extern int mw_watch_remove(struct mw_watch *w) MWP_CORE_REF;
 extern int mw_watch_valid(const struct mw_watch *w) MWP_CORE_REF;
+extern long long mwu_fdinfo_ll(int fd, const char *key) MWP_CORE_REF;
 
 /* ---- owner ---------------------------------------------------------------- */
 
@@ -144,27 +143,6 @@ struct mwp_kwmap {
 	struct mwp_kwmap *next;
 };
 
-/* The value of a "key:" line of our fdinfo for fd, or -1. */
-static long long fdinfo_ll(int fd, const char *key)
-{
-	char path[64], line[160];
-	size_t kl = strlen(key);
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, kl) && line[kl] == ':') {
-			v = strtoll(line + kl + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 const volatile uint64_t *mwp_kwords(struct mwp_owner *o, uint64_t ctx,
 				    size_t *nwords)
 {
@@ -184,11 +162,12 @@ const volatile uint64_t *mwp_kwords(struct mwp_owner *o, uint64_t ctx,
 	o->kw_failed = ctx; /* until it works: one try per context */
 	num = atomic_load(&o->hdr->kdev_fd);
 	size = atomic_load(&o->hdr->kwords_size);
-	if (!size || size > ((uint64_t)1 << 32) || num < 0 || num > INT32_MAX ||
+	if (!MWP_HAVE(mwu_fdinfo_ll) || !size || size > ((uint64_t)1 << 32) ||
+	    num < 0 || num > INT32_MAX ||
 	    mwp_fdx_get_dev(o->pid, o->pidfd, (int)num, &fd, &how))
 		return NULL;
-	if (fdinfo_ll(fd, "mmuwatch-owner-tgid") != o->pid ||
-	    fdinfo_ll(fd, "mmuwatch-ctx-id") != (long long)ctx) {
+	if (mwu_fdinfo_ll(fd, "mmuwatch-owner-tgid") != o->pid ||
+	    mwu_fdinfo_ll(fd, "mmuwatch-ctx-id") != (long long)ctx) {
 		close(fd); /* the owner moved to another context meanwhile */
 		return NULL;
 	}
