@@ -179,6 +179,7 @@ static void atfork_child(void)
 	mwu_cr_atfork_child();
 	mwu_cr_signal_atfork_child();
 	mwu_callbacks_atfork_child();
+	mwu_guard_atfork_child();
 	if (mwu_core.source == MW_SOURCE_KERNEL && mwu_kernel_atfork_child()) {
 		/* Without a context no watch can be made: a kernel source
 		 * without device would fail every miss. Degrade to none:

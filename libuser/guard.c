@@ -45,6 +45,8 @@ extern void mw_hooks_set_load_cb(mw_load_fn fn) __attribute__((weak));
 
 static unsigned lost_done;
 static unsigned load_held; /* bits out of the word for loads (below) */
+static int load_orphaned;  /* a fork child of a process inside a load */
+static void load_end(void);
 
 /* Support bits that depend on each hook (see hooks/README.md's table). */
 static unsigned bits_of(unsigned lost)
@@ -103,6 +105,11 @@ static void guard_check(int now)
 
 void mwu_guard_check(void)
 {
+	if (__atomic_load_n(&load_orphaned, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&load_orphaned, 0, __ATOMIC_ACQ_REL)) {
+		load_end();
+		return;
+	}
 	guard_check(0);
 }
 
@@ -118,6 +125,48 @@ static unsigned loads; /* in progress, under load_lock */
 int mwu_guard_loading(void)
 {
 	return __atomic_load_n(&loads, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The last load ended: check, then give back what still holds. */
+static void load_end(void)
+{
+	/* Outside the lock: the check walks the loaded objects. */
+	guard_check(1);
+	pthread_mutex_lock(&load_lock);
+	if (!loads) { /* else the next load's end puts them back */
+		__atomic_fetch_or(
+			&mwu_guarantee,
+			load_held & ~bits_of(__atomic_load_n(&lost_done,
+							     __ATOMIC_ACQUIRE)),
+			__ATOMIC_ACQ_REL);
+		__atomic_store_n(&load_held, 0, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&load_lock);
+}
+
+/*
+ * fork() while another thread was inside dlopen: that thread, and so the
+ * end of its load, is not in the child. The lock may have been held by
+ * it; the count would stay up and the bits down for the child's life
+ * (never caching). The child's next check (init, a watch, mw_support(),
+ * the helper) ends the load instead: a full check first, as after any
+ * load, since the constructors may have run half-way.
+ */
+void mwu_guard_atfork_child(void)
+{
+	pthread_mutex_init(&load_lock, NULL);
+	if (!loads)
+		return;
+	loads = 0;
+#ifdef MW_TESTING
+	{
+		const char *t = getenv("MMUWATCH_HOOKS_TEST_NO_FORK_LOAD_END");
+
+		if (t && t[0] == '1')
+			return; /* the negative control: the old behaviour */
+	}
+#endif
+	load_orphaned = 1;
 }
 
 static void guard_load(int begin)
@@ -140,20 +189,8 @@ static void guard_load(int begin)
 		last = __atomic_sub_fetch(&loads, 1, __ATOMIC_ACQ_REL) == 0;
 	}
 	pthread_mutex_unlock(&load_lock);
-	if (!last)
-		return;
-	/* Outside the lock: the check walks the loaded objects. */
-	guard_check(1);
-	pthread_mutex_lock(&load_lock);
-	if (!loads) { /* else the next load's end puts them back */
-		__atomic_fetch_or(
-			&mwu_guarantee,
-			load_held & ~bits_of(__atomic_load_n(&lost_done,
-							     __ATOMIC_ACQUIRE)),
-			__ATOMIC_ACQ_REL);
-		__atomic_store_n(&load_held, 0, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&load_lock);
+	if (last)
+		load_end();
 }
 
 /* Test variant only: MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1 leaves the load

@@ -187,6 +187,8 @@ MWU_HIDDEN void mwu_guard_check(void);
 /* Hooks source: bracket library loads (hooks/ calls back around each
  * dlopen): attach at init, detach at finalize. */
 MWU_HIDDEN void mwu_guard_attach(int on);
+/* fork child: a load another thread was inside ends at the next check. */
+MWU_HIDDEN void mwu_guard_atfork_child(void);
 /* A library load is in progress (the guarantee is held down for it). */
 MWU_HIDDEN int mwu_guard_loading(void);
 

@@ -8,7 +8,8 @@
  * inside the dlopen of whoever loads it), it hands over to the test
  * (a byte on fd MWT_CTOR_ACK) and waits until the test has released,
  * remapped and looked up its buffer (a byte on fd MWT_CTOR_GO): the window
- * between a load and our next call, made deterministic.
+ * between a load and our next call, made deterministic. With
+ * MWT_CTOR_NOPATCH=1 it only waits (a load that takes nothing away).
  * Used by dlopen_window.c.
  */
 #include <dlfcn.h>
@@ -34,7 +35,7 @@ __attribute__((constructor)) static void patch(void)
 
 	if (!ack || !go)
 		return;
-	f = dlsym(RTLD_DEFAULT, "munmap");
+	f = getenv("MWT_CTOR_NOPATCH") ? NULL : dlsym(RTLD_DEFAULT, "munmap");
 	if (f) {
 		memcpy(code + 2, &to, 8);
 		pg = (uintptr_t)f & ~(uintptr_t)4095;

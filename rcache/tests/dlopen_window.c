@@ -12,6 +12,10 @@
  * (MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1): without the bracket, the same get
  * is a stale hit on the old registration. The helper thread is off in
  * both, so that no periodic check closes the window by chance.
+ * fork_during_load: fork() while another thread is inside a load (whose
+ * constructor takes nothing away): the child, which never sees that load
+ * end, gets the guarantee back at its first check and caches; negative
+ * control (MMUWATCH_HOOKS_TEST_NO_FORK_LOAD_END=1): it stays uncached.
  *   dlopen_window [SUBTEST...]
  */
 #include <dlfcn.h>
@@ -19,6 +23,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "hookstest.h"
 #include "subtest.h"
@@ -123,6 +128,97 @@ static int window(int control)
 	return sub_failed;
 }
 
+/* The child of a fork inside a load: 0 when it caches, 1 when not. */
+static int fork_child(void)
+{
+	struct mw_rcache_params p = {.ops = &c_ops};
+	struct mw_rcache *rc = NULL;
+	unsigned sup;
+	long before;
+	char *b;
+	int errs = 0;
+
+	alarm(20); /* a lock inherited held would hang here */
+	sup = mw_support(); /* a check: the orphaned load ends here */
+	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (b == MAP_FAILED || mw_rcache_create(&p, &rc))
+		return 2;
+	memset(b, 1, LEN);
+	before = regs;
+	errs += getput(rc, b, LEN) != 0;
+	errs += getput(rc, b, LEN) != 0;
+	printf("# child: support %#x, %ld registration(s) for 2 gets\n", sup,
+	       regs - before);
+	if (errs)
+		return 2;
+	return (sup & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS &&
+			       regs - before == 1
+		       ? 0
+		       : 1;
+}
+
+static int fork_load(int control)
+{
+	int ack[2], go[2], st = 0;
+	char env[32], c = 1;
+	pthread_t t;
+	pid_t pid;
+	void *h;
+
+	if (mw_init())
+		return 1;
+	if (mw_source() != MW_SOURCE_HOOKS)
+		SKIP("hooks source only (source %s)",
+		     mw_source_name(mw_source()));
+	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
+		SKIP("the hooks source does not guarantee caching here");
+	if (sibling(lib, sizeof(lib), "libmwt_ctorpatch.so") || pipe(ack) ||
+	    pipe(go))
+		return 2;
+	setenv("MWT_CTOR_NOPATCH", "1", 1);
+	snprintf(env, sizeof(env), "%d", ack[1]);
+	setenv("MWT_CTOR_ACK", env, 1);
+	snprintf(env, sizeof(env), "%d", go[0]);
+	setenv("MWT_CTOR_GO", env, 1);
+	if (pthread_create(&t, NULL, loader, NULL))
+		return 2;
+	if (read(ack[0], &c, 1) != 1) /* its constructor runs: inside */
+		return 2;
+	CHECK((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS,
+	      "the guarantee is held down inside the load (control)");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(fork_child());
+	if (pid < 0 || write(go[1], &c, 1) != 1)
+		return 2;
+	pthread_join(t, &h);
+	CHECK(h != NULL, "the library loaded (%s)", h ? lib : dlerror());
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "child ended");
+	CHECK((mw_support() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS,
+	      "the parent has the guarantee back after the load");
+	if (control)
+		CHECK(WEXITSTATUS(st) == 1,
+		      "negative control: the child stays uncached (exit %d)",
+		      WEXITSTATUS(st));
+	else
+		CHECK(WEXITSTATUS(st) == 0,
+		      "the child caches after its first check (exit %d)",
+		      WEXITSTATUS(st));
+	return sub_failed;
+}
+
+static int t_fork_load(void)
+{
+	return fork_load(0);
+}
+
+static int t_fork_load_control(void)
+{
+	return fork_load(1);
+}
+
 static int t_window(void)
 {
 	return window(0);
@@ -137,6 +233,10 @@ static const struct subtest tests[] = {
 	{"dlopen_window_negative_control",
 	 t_window_control,
 	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1", NULL}},
+	{"fork_during_load", t_fork_load, {"MMUWATCH_HELPER=0", NULL}},
+	{"fork_during_load_negative_control",
+	 t_fork_load_control,
+	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_FORK_LOAD_END=1", NULL}},
 };
 
 int main(int argc, char **argv)
