@@ -8,8 +8,12 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hooks/alloc_int.h"
+#include "hooks/internal.h"
+#include "hooks/raw.h"
+#include "hooks/share.h"
 
 extern void *__libc_realloc(void *, size_t) __attribute__((weak));
 
@@ -31,9 +35,51 @@ size_t mw_malloc_usable_size(void *p)
 	return mw_page_addr(pg) + pg->units * MW_UNIT - (uintptr_t)p;
 }
 
+/*
+ * Growing a large block: move its pages instead of copying them, as
+ * glibc's mremap of an mmapped chunk does (no copy, no page fault on the
+ * new block: python's string and list growth spent a third of its extra
+ * faults in memmove). The old span's pages go onto the new span with
+ * mremap(MREMAP_FIXED), and the old range gets fresh zero pages, so the
+ * arena never has holes. Both ranges change their pages: the release
+ * path hears of both first (registrations of either are stale). Not for
+ * the shareable heap (a span's file offset is its address) and not past
+ * MW_MOVES moves: each moved span stays a VMA of its own, and a process
+ * may have only vm.max_map_count (65530) of them.
+ */
+#define MW_MOVE_MIN ((size_t)256 << 10)
+#define MW_MOVES 4096
+
+static atomic_uint mwh_moves;
+
+static int mwh_move_pages(void *p, void *q)
+{
+	struct mw_page *ps = mwh_large_span(mw_page_of(p));
+	struct mw_page *qs = mwh_large_span(mw_page_of(q));
+	uintptr_t pa = mw_page_addr(ps), qa = mw_page_addr(qs);
+	size_t len = ps->units * MW_UNIT;
+
+	if ((uintptr_t)p - pa != (uintptr_t)q - qa || qs->units < ps->units ||
+	    mwh_share_on() ||
+	    atomic_fetch_add_explicit(&mwh_moves, 1, memory_order_relaxed) >=
+		    MW_MOVES)
+		return -1;
+	mw_release_notify(qa, qa + len, MW_RELEASE_ALLOC);
+	mw_release_notify(pa, pa + len, MW_RELEASE_ALLOC);
+	if (mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
+				  MREMAP_MAYMOVE | MREMAP_FIXED, (long)qa, 0)))
+		return -1; /* nothing moved: copy */
+	if (mw_raw_failed((long)mw_raw_mmap(
+		    (void *)pa, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
+		return 1; /* a hole: the old span is never freed (leaked) */
+	return 0;
+}
+
 void *mw_realloc(void *p, size_t n)
 {
 	size_t have;
+	int moved;
 	void *q;
 
 	if (!p)
@@ -55,8 +101,15 @@ void *mw_realloc(void *p, size_t n)
 	q = mw_malloc(n);
 	if (!q)
 		return NULL;
-	memcpy(q, p, n < have ? n : have);
-	mw_free(p);
+	if (n <= have || have < MW_MOVE_MIN ||
+	    mw_page_of(p)->kind == MW_KIND_SMALL)
+		moved = -1;
+	else
+		moved = mwh_move_pages(p, q);
+	if (moved < 0)
+		memcpy(q, p, n < have ? n : have);
+	if (moved <= 0)
+		mw_free(p);
 	return q;
 }
 

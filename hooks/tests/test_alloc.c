@@ -94,6 +94,42 @@ static int prefix(const unsigned char *p, size_t n, unsigned seed)
 	return 1;
 }
 
+static int zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* Large blocks that grow move their pages (alloc_posix.c): the bytes come
+ * along, the spans on both sides read as zero to calloc afterwards. */
+static void test_realloc_move(void)
+{
+	for (unsigned r = 0; r < 24; r++) {
+		size_t n = ((size_t)300 + r * 97) << 10;
+		unsigned char *a = mw_malloc(n), *b, *c;
+
+		CHECK(a != NULL, "malloc %zu\n", n);
+		if (!a)
+			return;
+		fill(a, n, r);
+		a = mw_realloc(a, 3 * n);
+		CHECK(a && same(a, n, r), "grown block kept its bytes\n");
+		if (!a)
+			return;
+		memset(a, 0xee, 3 * n);
+		mw_free(a);
+		b = mw_calloc(1, 3 * n);
+		c = mw_calloc(1, n);
+		CHECK(b && zero(b, 3 * n), "calloc after a move: zeros\n");
+		CHECK(c && zero(c, n), "calloc of the old span: zeros\n");
+		mw_free(b);
+		mw_free(c);
+	}
+	printf("ok: large realloc growth moves pages, bytes kept, calloc zero\n");
+}
+
 static void test_sizes(void)
 {
 	enum { N = 600 };
@@ -747,6 +783,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_sizes();
+	test_realloc_move();
 	test_align();
 	test_align_small_n();
 	test_align_glibc_semantics();
