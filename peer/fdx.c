@@ -267,63 +267,56 @@ static int mwp_proxy_get(pid_t pid, uint32_t want, int *fds, int nfds)
 	return 0;
 }
 
-int mwp_fdx_get(pid_t pid, int pidfd, int dnum, int cnum, int *dfd, int *cfd,
-		int *how)
+/*
+ * The owner's fds numbered nums[0..n) (what the proxy calls want):
+ * pidfd_getfd first, else the proxy. All or none: a partial set is closed.
+ */
+static int mwp_fdx_fetch(pid_t pid, int pidfd, uint32_t want, const int *nums,
+			 int *fds, int n, int *how)
 {
 	const char *mode = getenv("MMUWATCH_PEER_FDX");
-	int r = -ENOSYS;
+	int r = -ENOSYS, got = 0;
 
 	if (pidfd >= 0 && !(mode && !strcmp(mode, "proxy"))) {
-		int d = (int)syscall(SYS_pidfd_getfd, pidfd, dnum, 0);
-		int c = d < 0 ? -1
-			      : (int)syscall(SYS_pidfd_getfd, pidfd, cnum, 0);
-
-		if (d >= 0 && c >= 0) {
-			*dfd = d;
-			*cfd = c;
+		while (got < n) {
+			fds[got] = (int)syscall(SYS_pidfd_getfd, pidfd,
+						nums[got], 0);
+			if (fds[got] < 0)
+				break;
+			got++;
+		}
+		if (got == n) {
 			*how = 1;
 			return 0;
 		}
 		r = -errno;
-		if (d >= 0)
-			close(d);
+		while (got > 0)
+			close(fds[--got]);
 		if (r == -EMFILE || r == -ENFILE)
 			return r; /* the proxy would need the same room */
 	}
 	if (mode && !strcmp(mode, "pidfd"))
 		return r;
-	{
-		int fds[2];
+	r = mwp_proxy_get(pid, want, fds, n);
+	if (r == 0)
+		*how = 2;
+	return r;
+}
 
-		r = mwp_proxy_get(pid, MWP_WANT_HEAP, fds, 2);
-		if (r == 0) {
-			*dfd = fds[0];
-			*cfd = fds[1];
-			*how = 2;
-		}
+int mwp_fdx_get(pid_t pid, int pidfd, int dnum, int cnum, int *dfd, int *cfd,
+		int *how)
+{
+	int nums[2] = {dnum, cnum}, fds[2];
+	int r = mwp_fdx_fetch(pid, pidfd, MWP_WANT_HEAP, nums, fds, 2, how);
+
+	if (r == 0) {
+		*dfd = fds[0];
+		*cfd = fds[1];
 	}
 	return r;
 }
 
 int mwp_fdx_get_dev(pid_t pid, int pidfd, int num, int *fd, int *how)
 {
-	const char *mode = getenv("MMUWATCH_PEER_FDX");
-	int r = -ENOSYS;
-
-	if (pidfd >= 0 && !(mode && !strcmp(mode, "proxy"))) {
-		*fd = (int)syscall(SYS_pidfd_getfd, pidfd, num, 0);
-		if (*fd >= 0) {
-			*how = 1;
-			return 0;
-		}
-		r = -errno;
-		if (r == -EMFILE || r == -ENFILE)
-			return r;
-	}
-	if (mode && !strcmp(mode, "pidfd"))
-		return r;
-	r = mwp_proxy_get(pid, MWP_WANT_DEV, fd, 1);
-	if (r == 0)
-		*how = 2;
-	return r;
+	return mwp_fdx_fetch(pid, pidfd, MWP_WANT_DEV, &num, fd, 1, how);
 }
