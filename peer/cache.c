@@ -403,8 +403,10 @@ out:
 const volatile uint64_t *mwp_cache_kwords(struct mwp_owner *o, uint64_t ctx,
 					  size_t *nwords)
 {
-	const volatile uint64_t *w;
+	const volatile uint64_t *w = mwp_kwords_find(o, ctx, nwords);
 
+	if (w && !__atomic_load_n(&o->dead, __ATOMIC_RELAXED))
+		return w; /* the per-copy case: no lock */
 	pthread_mutex_lock(&c.lock);
 	w = o->hdr && !o->dead ? mwp_kwords(o, ctx, nwords) : NULL;
 	pthread_mutex_unlock(&c.lock);

@@ -95,7 +95,12 @@ MWP_HIDDEN int mwp_kwatch_describe(uint64_t span, uint64_t span_len,
 MWP_HIDDEN const volatile uint64_t *mwp_kwords(struct mwp_owner *o,
 					       uint64_t ctx, size_t *nwords);
 MWP_HIDDEN void mwp_kwords_drop(struct mwp_owner *o);
-/* cache.c: mwp_kwords under the cache lock. */
+/* kwatch.c: the words of ctx if mapped already (no lock), else NULL. */
+MWP_HIDDEN const volatile uint64_t *mwp_kwords_find(struct mwp_owner *o,
+						    uint64_t ctx,
+						    size_t *nwords);
+/* cache.c: the words without the cache lock when mapped already, else
+ * mwp_kwords under it. */
 MWP_HIDDEN const volatile uint64_t *mwp_cache_kwords(struct mwp_owner *o,
 						     uint64_t ctx,
 						     size_t *nwords);

@@ -143,20 +143,36 @@ struct mwp_kwmap {
 	struct mwp_kwmap *next;
 };
 
+/*
+ * The mapping of context ctx's words, without a lock: entries are
+ * complete before they are published at the head (release), never change
+ * after, and go only with the owner, which no copy in flight outlives.
+ */
+const volatile uint64_t *mwp_kwords_find(struct mwp_owner *o, uint64_t ctx,
+					 size_t *nwords)
+{
+	struct mwp_kwmap *km;
+
+	for (km = __atomic_load_n(&o->kw, __ATOMIC_ACQUIRE); km; km = km->next)
+		if (km->ctx == ctx) {
+			*nwords = km->size / sizeof(uint64_t);
+			return km->words;
+		}
+	return NULL;
+}
+
 const volatile uint64_t *mwp_kwords(struct mwp_owner *o, uint64_t ctx,
 				    size_t *nwords)
 {
+	const volatile uint64_t *w = mwp_kwords_find(o, ctx, nwords);
 	struct mwp_kwmap *km;
 	int64_t num;
 	uint64_t size;
 	void *p;
 	int fd, how;
 
-	for (km = o->kw; km; km = km->next)
-		if (km->ctx == ctx) {
-			*nwords = km->size / sizeof(uint64_t);
-			return km->words;
-		}
+	if (w)
+		return w;
 	if (o->kw_failed == ctx)
 		return NULL;
 	o->kw_failed = ctx; /* until it works: one try per context */
@@ -183,7 +199,7 @@ const volatile uint64_t *mwp_kwords(struct mwp_owner *o, uint64_t ctx,
 	km->words = p;
 	km->size = size;
 	km->next = o->kw;
-	o->kw = km;
+	__atomic_store_n(&o->kw, km, __ATOMIC_RELEASE);
 	o->kw_failed = 0;
 	*nwords = size / sizeof(uint64_t);
 	return km->words;
