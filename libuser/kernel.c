@@ -41,7 +41,10 @@ static struct {
 	uint64_t all_token;
 	uint64_t all_id;
 	uint64_t all_end;	/* its end: the task's address-space size */
-	uint64_t ctx_id;	/* fdinfo's mmuwatch-ctx-id; 0: none */
+	/* fdinfo's mmuwatch-ctx-id (0: none), read when a peer first asks:
+	 * not every process's start-up */
+	uint64_t ctx_id;
+	int ctx_id_known;
 } K = { .fd = -1 };
 
 static unsigned env_uint(const char *name, unsigned def)
@@ -120,7 +123,6 @@ int mwu_kernel_open(void)
 {
 	struct mmuwatch_setup su = { 0 };
 	struct mmuwatch_info info;
-	long long v;
 	void *p;
 	int fd, err = MW_EDEVICE;
 
@@ -164,9 +166,6 @@ int mwu_kernel_open(void)
 		goto fail;
 	K.info = info;
 	K.fd = fd;
-	/* module 1.2 on; an older one has no ids: 0, no peer words */
-	v = mwu_fdinfo_ll(fd, "mmuwatch-ctx-id");
-	K.ctx_id = v > 0 ? (uint64_t)v : 0;
 	p = mmap(NULL, info.ring_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 fd, MMUWATCH_MMAP_RING);
 	if (p == MAP_FAILED)
@@ -224,7 +223,7 @@ void mwu_kernel_close(void)
 	if (K.fd >= 0)
 		close(K.fd);
 	K.fd = -1;
-	K.ctx_id = 0;
+	K.ctx_id_known = 0;
 }
 
 int mwu_kernel_atfork_child(void)
@@ -242,6 +241,14 @@ int mwu_kernel_share_info(struct mwu_kernel_share *ks)
 	int ret = -ENODEV;
 
 	pthread_mutex_lock(&mwu_core.lock);
+	if (mwu_core.source == MW_SOURCE_KERNEL && K.fd >= 0 &&
+	    !K.ctx_id_known) {
+		/* module 1.2 on; an older one has no ids: no peer words */
+		long long v = mwu_fdinfo_ll(K.fd, "mmuwatch-ctx-id");
+
+		K.ctx_id = v > 0 ? (uint64_t)v : 0;
+		K.ctx_id_known = 1;
+	}
 	if (mwu_core.source == MW_SOURCE_KERNEL && K.fd >= 0 && K.ctx_id) {
 		ks->fd = K.fd;
 		ks->ctx_id = K.ctx_id;
