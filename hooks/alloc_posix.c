@@ -101,11 +101,8 @@ void *mw_realloc(void *p, size_t n)
 	q = mw_malloc(n);
 	if (!q)
 		return NULL;
-	if (n <= have || have < MW_MOVE_MIN ||
-	    mw_page_of(p)->kind == MW_KIND_SMALL)
-		moved = -1;
-	else
-		moved = mwh_move_pages(p, q);
+	/* have >= MW_MOVE_MIN (> MW_SMALL_MAX): both blocks are large */
+	moved = n > have && have >= MW_MOVE_MIN ? mwh_move_pages(p, q) : -1;
 	if (moved < 0)
 		memcpy(q, p, n < have ? n : have);
 	if (moved <= 0)

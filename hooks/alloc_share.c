@@ -486,6 +486,7 @@ void mwh_share_atfork_child(void)
 	uintptr_t used;
 	int d, c;
 	struct mwh_share_hdr *nh;
+	struct mwh_share_word *cw;
 
 	if (sh.fork_rd < 0) /* not on (or no pipe: then no copy either) */
 		return;
@@ -518,13 +519,10 @@ void mwh_share_atfork_child(void)
 	/* The parent's peers' copies in flight are not ours: no busy; nor
 	 * are its kernel watches (the child has a context of its own). */
 	atomic_store(&nh->kwords_size, 0);
+	cw = (struct mwh_share_word *)((char *)nh + MWH_SHARE_HDR);
 	for (uintptr_t k = 0; k < (used >> MW_UNIT_SHIFT); k++) {
-		struct mwh_share_word *cw =
-			(struct mwh_share_word *)((char *)nh + MWH_SHARE_HDR) +
-			k;
-
-		atomic_store(&cw->busy, 0);
-		atomic_store(&cw->kctx, 0);
+		atomic_store(&cw[k].busy, 0);
+		atomic_store(&cw[k].kctx, 0);
 	}
 	mw_raw(SYS_munmap, sh.hdr, sh.ctl_size, 0);
 	/* same fd numbers as before: nothing else to tell */
@@ -533,7 +531,7 @@ void mwh_share_atfork_child(void)
 	mw_raw(SYS_close, d, 0, 0);
 	mw_raw(SYS_close, c, 0, 0);
 	sh.hdr = nh;
-	sh.words = (struct mwh_share_word *)((char *)nh + MWH_SHARE_HDR);
+	sh.words = cw;
 	mw_raw(SYS_write, sh.fork_wr, "x", 1);
 	mw_raw(SYS_close, sh.fork_wr, 0, 0);
 	sh.fork_rd = sh.fork_wr = -1;
