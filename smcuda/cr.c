@@ -5,7 +5,7 @@
  * Quiesce: progress stops (mw_progress takes cr_mu and returns at once
  * while quiesced), the copies in flight complete, and every opened remote
  * IPC handle is closed: a mapping of a peer's GPU memory cannot be saved,
- * and neither can the pidfds that watch the peers (segment.c).
+ * and neither can the pidfds that watch the peers (liveness.c).
  * Host-memory traffic is in the shared segment, which a checkpointer
  * saves with the process. Restart: this rank's start time in the segment
  * is written again (a restored process is a new task with the same pid:

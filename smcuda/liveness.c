@@ -111,17 +111,23 @@ int mw_seg_foreign_node(struct mw_smc *c)
 	return -1;
 }
 
+/* pid is not (or no longer) the task that started at start; unknown
+ * counts as the same task, so that a live peer is never declared dead. */
+static bool start_differs(int32_t pid, uint64_t start)
+{
+	uint64_t st = mw_proc_starttime(pid);
+
+	return st != START_UNKNOWN && st != start;
+}
+
 /* Owner of a used slot gone? Unknowable across pid namespaces and
  * nodes: no. */
 bool mw_rec_owner_dead(struct seg_rank *sr, uint64_t ns, mws_node_t node)
 {
-	uint64_t st;
-
 	if (atomic_load(&sr->pidns) != (uint32_t)ns ||
 	    atomic_load(&sr->node) != node)
 		return false;
-	st = mw_proc_starttime(atomic_load(&sr->pid));
-	return st != START_UNKNOWN && st != seg_start(sr);
+	return start_differs(atomic_load(&sr->pid), seg_start(sr));
 }
 
 void mw_seg_drop_pidfd(struct mw_ep *ep)
@@ -152,7 +158,7 @@ static bool pid_alive(struct mw_smc *c, int peer, struct seg_rank *sr)
 {
 	struct mw_ep *ep = c->ep ? &c->ep[peer] : NULL;
 	int32_t pid = atomic_load(&sr->pid);
-	uint64_t start = seg_start(sr), st;
+	uint64_t start = seg_start(sr);
 	struct pollfd p = { .events = POLLIN };
 
 	if (ep && ep->pidfd >= 0 &&
@@ -165,8 +171,7 @@ static bool pid_alive(struct mw_smc *c, int peer, struct seg_rank *sr)
 		if (fd < 0 && errno == ESRCH)
 			return false;
 		if (fd >= 0) {
-			st = mw_proc_starttime(pid);
-			if (st != START_UNKNOWN && st != start) {
+			if (start_differs(pid, start)) {
 				close(fd);
 				return false;
 			}
@@ -180,8 +185,7 @@ static bool pid_alive(struct mw_smc *c, int peer, struct seg_rank *sr)
 		p.fd = ep->pidfd;
 		return poll(&p, 1, 0) == 0;	/* readable: it exited */
 	}
-	st = mw_proc_starttime(pid);
-	return st == START_UNKNOWN || st == start;
+	return !start_differs(pid, start);
 }
 
 /* Pid checks in our namespace, heartbeat otherwise. */
