@@ -33,6 +33,20 @@
 
 static char lib[PATH_MAX];
 
+/* Both scenarios: the hooks source guaranteeing caching, and the path of
+ * the constructor library. 0, or the subtest's result (1, 2, 77 skip). */
+static int hooks_caching_and_lib(void)
+{
+	if (mw_init())
+		return 1;
+	if (mw_source() != MW_SOURCE_HOOKS)
+		SKIP("hooks source only (source %s)",
+		     mw_source_name(mw_source()));
+	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
+		SKIP("the hooks source does not guarantee caching here");
+	return sibling(lib, sizeof(lib), "libmwt_ctorpatch.so") ? 2 : 0;
+}
+
 static void *loader(void *arg)
 {
 	(void)arg;
@@ -42,7 +56,7 @@ static void *loader(void *arg)
 static int window(int control)
 {
 	struct mw_rcache_params p = {.ops = &c_ops};
-	int ack[2], go[2], errs = 0;
+	int ack[2], go[2], errs = 0, r;
 	long hits = 0, before, fresh;
 	struct mw_rcache *rc = NULL;
 	struct pollfd pf;
@@ -51,15 +65,8 @@ static int window(int control)
 	pthread_t t;
 	void *h;
 
-	if (mw_init())
-		return 1;
-	if (mw_source() != MW_SOURCE_HOOKS)
-		SKIP("hooks source only (source %s)",
-		     mw_source_name(mw_source()));
-	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
-		SKIP("the hooks source does not guarantee caching here");
-	if (sibling(lib, sizeof(lib), "libmwt_ctorpatch.so"))
-		return 2;
+	if ((r = hooks_caching_and_lib()))
+		return r;
 	CHECK(!mw_rcache_create(&p, &rc), "create");
 	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
@@ -160,21 +167,15 @@ static int fork_child(void)
 
 static int fork_load(int control)
 {
-	int ack[2], go[2], st = 0;
+	int ack[2], go[2], st = 0, r;
 	char env[32], c = 1;
 	pthread_t t;
 	pid_t pid;
 	void *h;
 
-	if (mw_init())
-		return 1;
-	if (mw_source() != MW_SOURCE_HOOKS)
-		SKIP("hooks source only (source %s)",
-		     mw_source_name(mw_source()));
-	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
-		SKIP("the hooks source does not guarantee caching here");
-	if (sibling(lib, sizeof(lib), "libmwt_ctorpatch.so") || pipe(ack) ||
-	    pipe(go))
+	if ((r = hooks_caching_and_lib()))
+		return r;
+	if (pipe(ack) || pipe(go))
 		return 2;
 	setenv("MWT_CTOR_NOPATCH", "1", 1);
 	snprintf(env, sizeof(env), "%d", ack[1]);
