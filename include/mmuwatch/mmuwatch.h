@@ -241,7 +241,9 @@ struct mw_reg_ops {
 };
 struct ibv_pd;
 struct io_uring;
-/* ibv_reg_mr(pd, addr, len, access) per region. */
+/* ibv_reg_mr(pd, addr, len, access) per region. libmmuwatch does not link
+ * libibverbs: this call binds the one the process has (-ELIBACC, with the
+ * reason logged, when none can be loaded). */
 MW_API int mw_verbs_ops(struct ibv_pd *pd, int access, struct mw_reg_ops *ops);
 /* Fixed buffers of ring: registers a sparse table of nr_bufs slots now
  * (io_uring_register_buffers_sparse) and fills one slot per region. */

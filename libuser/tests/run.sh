@@ -44,6 +44,13 @@ for src in $SOURCES; do
 	[ $src != hooks ] || [ -n "${MW_SAN:-}" ] ||
 		run "libuser.peer_kwords.hooks_misses_raw_munmap" \
 			$T/peer_kwords --expect-stale
+	# libibverbs is bound by the verbs backend, not at load (rcache/verbs.c)
+	run "libuser.verbs_bind.lazy.$src" $T/verbs_bind lazy
+	run "libuser.verbs_bind.missing.$src" env \
+		MMUWATCH_TEST_VERBS_SONAME=libmw-no-such-verbs.so.1 $T/verbs_bind missing
+	# negative control: libibverbs loaded from the start is seen
+	run "libuser.verbs_bind.control_preloaded.$src" sh -c \
+		'! LD_PRELOAD=libibverbs.so.1${LD_PRELOAD:+:$LD_PRELOAD} "$1" lazy' sh $T/verbs_bind
 	# Statically linked, the hooks' malloc is the executable's own: not
 	# under ASan.
 	[ -n "${MW_SAN:-}" ] ||
