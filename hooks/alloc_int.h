@@ -109,6 +109,8 @@ MWH_HIDDEN unsigned mwh_large_class(size_t units);
 MWH_HIDDEN size_t mwh_large_units(unsigned c);
 MWH_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);
 MWH_HIDDEN void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release);
+MWH_HIDDEN void mwh_span_put_moved(struct mw_page *s);
+MWH_HIDDEN int mwh_span_grow(struct mw_page *s, unsigned c);
 MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
 MWH_HIDDEN size_t mwh_retain_limit(void);
 MWH_HIDDEN int mwh_trim_all(void);

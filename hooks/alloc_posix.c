@@ -36,7 +36,10 @@ size_t mw_malloc_usable_size(void *p)
 }
 
 /*
- * Growing a large block: move its pages instead of copying them, as
+ * Growing a large block. Where it is, when its span is the last one carved
+ * from the arena (a buffer growing step by step usually is): no copy, no
+ * move, no fault on its pages (mwh_span_grow). Else: move its pages
+ * instead of copying them, as
  * glibc's mremap of an mmapped chunk does (no copy, no page fault on the
  * new block: python's string and list growth spent a third of its extra
  * faults in memmove). The old span's pages go onto the new span with
@@ -45,7 +48,8 @@ size_t mw_malloc_usable_size(void *p)
  * path hears of both first (registrations of either are stale). Not for
  * the shareable heap (a span's file offset is its address) and not past
  * MW_MOVES moves: each moved span stays a VMA of its own, and a process
- * may have only vm.max_map_count (65530) of them.
+ * may have only vm.max_map_count (65530) of them. The old span then holds
+ * fresh zero pages only: it is filed as released, not retained.
  */
 #define MW_MOVE_MIN ((size_t)256 << 10)
 #define MW_MOVES 4096
@@ -76,6 +80,18 @@ static int mwh_move_pages(void *p, void *q)
 	return 0;
 }
 
+/* Grow large block p to n bytes where it is (mwh_span_grow). */
+static int mwh_grow_in_place(void *p, size_t n)
+{
+	struct mw_page *s = mwh_large_span(mw_page_of(p));
+	size_t off = (uintptr_t)p - mw_page_addr(s), units;
+
+	if (n > mwh_arena.size)
+		return -1;
+	units = (off + n + MW_UNIT - 1) >> MW_UNIT_SHIFT;
+	return mwh_span_grow(s, mwh_large_class(units));
+}
+
 void *mw_realloc(void *p, size_t n)
 {
 	size_t have;
@@ -98,15 +114,19 @@ void *mw_realloc(void *p, size_t n)
 	have = mw_malloc_usable_size(p);
 	if (n <= have && n >= have / 2)
 		return p;
+	if (n > have && have > MW_SMALL_MAX && mwh_grow_in_place(p, n) == 0)
+		return p;
 	q = mw_malloc(n);
 	if (!q)
 		return NULL;
 	/* have >= MW_MOVE_MIN (> MW_SMALL_MAX): both blocks are large */
 	moved = n > have && have >= MW_MOVE_MIN ? mwh_move_pages(p, q) : -1;
-	if (moved < 0)
+	if (moved < 0) {
 		memcpy(q, p, n < have ? n : have);
-	if (moved <= 0)
 		mw_free(p);
+	} else if (moved == 0) {
+		mwh_span_put_moved(mwh_large_span(mw_page_of(p)));
+	}
 	return q;
 }
 

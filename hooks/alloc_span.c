@@ -454,6 +454,57 @@ void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 	mwh_span_retain(s, release);
 }
 
+/*
+ * Grow an in-use span in place to class c when it ends where the arena's
+ * unused part begins (nothing was carved after it): realloc's cheapest
+ * growth, with no copy, no move and no new fault on the pages it has. The
+ * units added were never handed out, so no registration covers them and
+ * nothing is told. 0 grown, -1 not possible (the caller moves or copies).
+ */
+int mwh_span_grow(struct mw_page *s, unsigned c)
+{
+	size_t units = mwh_large_units(c), old = s->units;
+	uintptr_t end = mw_page_addr(s) + old * MW_UNIT;
+	uintptr_t lim = mwh_arena.base + mwh_arena.size, want;
+
+	if (units <= old || (units - old) > (lim - end) / MW_UNIT ||
+	    mwh_share_on())
+		return -1;
+	want = end + (units - old) * MW_UNIT;
+	if (!atomic_compare_exchange_strong_explicit(&g.bump, &end, want,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return -1;
+	/* Sharing switched on meanwhile (no span may straddle its base) or
+	 * no memory: the units stay reserved and unused, as in
+	 * mwh_span_from_bump(). */
+	mwh_share_bump_gate();
+	if (mwh_share_on() || mwh_commit(want) != 0)
+		return -1;
+	s->units = units;
+	s->cls = (uint8_t)c;
+	mwh_account((long)((units - old) * MW_UNIT));
+	mwh_trim_to_limit(); /* new pages: in use + retained grows */
+	return 0;
+}
+
+/* A span whose pages were moved away (realloc, alloc_posix.c) and replaced
+ * by fresh zero pages: it holds no memory, so it is filed as released
+ * (cold, all zero), not retained: kept hot it would count against the
+ * retention limit and push spans that do hold pages out to the OS. */
+void mwh_span_put_moved(struct mw_page *s)
+{
+	mwh_account(-(long)(s->units * MW_UNIT));
+	s->kind = MW_KIND_LARGE;
+	s->heap = NULL;
+	s->lo = MW_LO_NEVER;
+	s->state = MW_SPAN_COLD;
+	s->clean_from = 0;
+	mwh_glock();
+	mwh_bin_push(&g.cold[s->cls], s);
+	mwh_gunlock();
+}
+
 /* malloc_trim(): every retained span goes. */
 int mwh_trim_all(void)
 {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hooks/alloc.h"
+#include "hooks/alloc_int.h"
 #include "hooks/internal.h"
 
 extern void *__libc_malloc(size_t);
@@ -102,24 +103,41 @@ static int zero(const unsigned char *p, size_t n)
 	return 1;
 }
 
+/* Does large block p's span end where the arena's unused part begins? */
+static int at_frontier(void *p)
+{
+	struct mw_page *s = mwh_large_span(mw_page_of(p));
+
+	return mw_page_addr(s) + s->units * MW_UNIT ==
+	       atomic_load(&mwh_g.bump);
+}
+
 /* Large blocks that grow move their pages (alloc_posix.c): the bytes come
- * along, the spans on both sides read as zero to calloc afterwards. */
+ * along, the spans on both sides read as zero to calloc afterwards. Each
+ * block gets a neighbour after it first (a reservation of a class nothing
+ * else uses, never touched), or it would grow in place. */
 static void test_realloc_move(void)
 {
 	for (unsigned r = 0; r < 24; r++) {
 		size_t n = ((size_t)300 + r * 97) << 10;
-		unsigned char *a = mw_malloc(n), *b, *c;
+		unsigned char *a = mw_malloc(n), *b, *c, *guard = NULL;
 
 		CHECK(a != NULL, "malloc %zu\n", n);
 		if (!a)
 			return;
+		if (at_frontier(a))
+			guard = mw_malloc(((size_t)80 + 16 * r) << 20);
+		CHECK(!at_frontier(a), "a block after the one to grow\n");
 		fill(a, n, r);
-		a = mw_realloc(a, 3 * n);
-		CHECK(a && same(a, n, r), "grown block kept its bytes\n");
-		if (!a)
+		b = mw_realloc(a, 3 * n);
+		CHECK(b && b != a && same(b, n, r),
+		      "grown block moved and kept its bytes\n");
+		if (!b)
 			return;
+		a = b;
 		memset(a, 0xee, 3 * n);
 		mw_free(a);
+		mw_free(guard);
 		b = mw_calloc(1, 3 * n);
 		c = mw_calloc(1, n);
 		CHECK(b && zero(b, 3 * n), "calloc after a move: zeros\n");
@@ -128,6 +146,67 @@ static void test_realloc_move(void)
 		mw_free(c);
 	}
 	printf("ok: large realloc growth moves pages, bytes kept, calloc zero\n");
+}
+
+/* A large block that ends at the arena's unused part grows where it is
+ * (alloc_span.c, mwh_span_grow): same pointer, bytes kept, the new part
+ * writable; once a block follows it, the next growth moves it. Growing
+ * many blocks from two threads at once races their frontier updates. */
+static void *grow_worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg, bad = 0;
+
+	for (unsigned i = 0; i < 60; i++) {
+		size_t n = ((size_t)40 + (i * 7 + seed) % 90) << 10;
+		unsigned char *p = mw_malloc(n), *q;
+
+		if (!p)
+			return (void *)1;
+		fill(p, n, seed + i);
+		for (size_t m = n; m < ((size_t)3 << 20); m += m / 3) {
+			q = mw_realloc(p, m + m / 3);
+			if (!q)
+				return (void *)1;
+			bad += !same(q, n, seed + i);
+			p = q;
+		}
+		mw_free(p);
+	}
+	return (void *)(uintptr_t)bad;
+}
+
+static void test_realloc_in_place(void)
+{
+	size_t n = (size_t)41 << 20;
+	unsigned char *a, *q, *guard;
+	pthread_t t[2];
+	void *rv[2];
+
+	a = mw_malloc(n); /* a class no test used yet: fresh, at the end */
+	CHECK(a && at_frontier(a), "a new block at the arena's end\n");
+	if (!a)
+		return;
+	fill(a, n, 5);
+	q = mw_realloc(a, n + n / 2);
+	CHECK(q == a, "the block at the end grew in place\n");
+	CHECK(same(q, n, 5), "grown in place: bytes kept\n");
+	CHECK(mw_malloc_usable_size(q) >= n + n / 2, "usable size grew\n");
+	memset(q + n, 0x5a, n / 2);
+	guard = mw_malloc((size_t)70 << 20);
+	CHECK(guard && !at_frontier(q), "a block now follows it\n");
+	a = mw_realloc(q, 2 * n);
+	CHECK(a && a != q && same(a, n, 5), "then it moves, bytes kept\n");
+	mw_free(a);
+	mw_free(guard);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, grow_worker, (void *)(uintptr_t)i);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], &rv[i]);
+		CHECK(rv[i] == NULL, "thread %d: grown blocks kept their bytes\n",
+		      i);
+	}
+	printf("ok: large realloc grows in place at the arena's end, moves "
+	       "otherwise; two threads growing at once keep every byte\n");
 }
 
 static void test_sizes(void)
@@ -782,6 +861,7 @@ static void test_fork_threads(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+	test_realloc_in_place(); /* first: its block must be the arena's last */
 	test_sizes();
 	test_realloc_move();
 	test_align();
