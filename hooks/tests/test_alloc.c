@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,53 @@ static void test_realloc_move(void)
 		mw_free(c);
 	}
 	printf("ok: large realloc growth moves pages, bytes kept, calloc zero\n");
+}
+
+/* Resident 4 KiB pages of [p, p + n). */
+static size_t resident(const void *p, size_t n)
+{
+	static unsigned char vec[(64 << 20) / 4096];
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t pages = ((uintptr_t)p + n - lo + 4095) / 4096, r = 0;
+
+	if (pages > sizeof(vec) || mincore((void *)lo, pages * 4096, vec))
+		return (size_t)-1;
+	for (size_t i = 0; i < pages; i++)
+		r += vec[i] & 1;
+	return r;
+}
+
+/* calloc of fresh memory up to 32 MiB is populated writable at once
+ * (alloc.c), beyond it stays lazy; both read as zero. Run early: the
+ * blocks must come from memory never handed out. */
+static void test_calloc_populate(void)
+{
+	/* classes nothing before used: fresh spans */
+	size_t small = (size_t)20 << 20, big = (size_t)48 << 20;
+	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int can = probe != MAP_FAILED &&
+		  madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
+	unsigned char *a = mw_calloc(1, small), *b = mw_calloc(1, big);
+	size_t ra = a ? resident(a, small) : 0, rb = b ? resident(b, big) : 0;
+
+	if (probe != MAP_FAILED)
+		munmap(probe, 4096);
+	CHECK(a && b, "calloc\n");
+	if (!a || !b)
+		return;
+	if (can)
+		CHECK(ra >= small / 4096, "20 MiB calloc populated: %zu of %zu "
+		      "pages resident\n", ra, small / 4096);
+	else
+		printf("# skip populate check: no MADV_POPULATE_WRITE here\n");
+	CHECK(rb < 64, "48 MiB calloc stays lazy: %zu pages resident\n", rb);
+	CHECK(zero(a, small) && zero(b, big), "both read zero\n");
+	mw_free(a);
+	mw_free(b);
+	printf("ok: calloc of fresh memory populated up to 32 MiB (%zu of %zu "
+	       "pages resident), lazy beyond (%zu of %zu)\n", ra,
+	       small / 4096, rb, big / 4096);
 }
 
 /* A large block that ends at the arena's unused part grows where it is
@@ -862,6 +910,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_realloc_in_place(); /* first: its block must be the arena's last */
+	test_calloc_populate();
 	test_sizes();
 	test_realloc_move();
 	test_align();
