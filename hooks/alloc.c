@@ -23,11 +23,13 @@ MWH_HIDDEN int (*mw_libc_mallopt)(int, int);
  * the write replaces it, and in a threaded program that replacement flushes
  * the other CPUs' TLBs (xz -T2: a sixth of its time). Between these sizes
  * the fresh part is populated writable at once (one system call, pages
- * zeroed by the kernel, one fault's work each); beyond, it stays lazy, for
- * sparse arrays (numpy.zeros) that rely on untouched pages costing
- * nothing. Kernels before 5.14 refuse the advice: then it stays lazy.
+ * zeroed by the kernel, one fault's work each). Outside, it stays lazy:
+ * big ones for sparse arrays (numpy.zeros) that rely on untouched pages
+ * costing nothing, small ones because they are often sparse too (python's
+ * allocator callocs 128 and 256 KiB radix-tree nodes it barely touches).
+ * Kernels before 5.14 refuse the advice: then it stays lazy.
  */
-#define MW_POPULATE_MIN MW_UNIT
+#define MW_POPULATE_MIN ((size_t)1 << 20)
 #define MW_POPULATE_MAX ((size_t)32 << 20)
 
 static void mwh_populate(uintptr_t lo, uintptr_t hi)
