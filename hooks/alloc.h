@@ -254,6 +254,13 @@ MWH_HIDDEN size_t mw_malloc_usable_size(void *p);
 MWH_HIDDEN int mw_malloc_trim(size_t pad);
 MWH_HIDDEN int mw_mallopt(int param, int value);
 
+/* The program's own anonymous mappings, as the interposer saw them made
+ * and unmapped: counted for the retention limit (alloc_outside.c). */
+MWH_HIDDEN void mwh_outside_map(uintptr_t a, size_t n, int prot, int flags);
+MWH_HIDDEN void mwh_outside_unmap(uintptr_t a, size_t n);
+MWH_HIDDEN void mwh_outside_remap(uintptr_t old, size_t osz, uintptr_t na,
+				  size_t nsz);
+
 /* Reserve the region now (malloc-free); -1 when that is impossible. */
 MWH_HIDDEN int mw_alloc_prepare(void);
 
@@ -266,6 +273,7 @@ struct mw_alloc_stats {
 	unsigned long inuse_large;   /* bytes of spans in use (pages too) */
 	unsigned long peak_large;    /* the most ever in use at once */
 	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
+	unsigned long outside; /* the program's own mappings counted */
 };
 MWH_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

@@ -10,6 +10,8 @@
  *   alloc_heap.c   per-thread heaps: creation, thread exit, fork
  *   alloc_share.c  the shareable span source (share.h): memfd spans, ids,
  *                  generations, waits for peers' copies
+ *   alloc_outside.c the program's own anonymous mappings, counted for the
+ *                  retention limit
  * Lock order: g.heap_lock, then a heap's lock, then g.lock. No system call
  * is ever made while g.lock or a heap's lock is held (memory is committed
  * and released outside them; g.lock_syscalls counts violations for the
@@ -73,6 +75,9 @@ struct mwh_global {
 	void *release_on_free;
 	atomic_ulong releases, released_bytes, lock_syscalls;
 	atomic_long inuse, peak; /* bytes of spans handed out */
+	/* the program's own anonymous mappings (alloc_outside.c), and the
+	 * peak of inuse + outside: what the retention limit looks at */
+	atomic_long outside, peak_all;
 };
 MWH_HIDDEN extern struct mwh_global mwh_g;
 MWH_HIDDEN extern struct mw_page mwh_empty_page;
@@ -113,6 +118,7 @@ MWH_HIDDEN void mwh_span_put_moved(struct mw_page *s);
 MWH_HIDDEN int mwh_span_grow(struct mw_page *s, unsigned c);
 MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
 MWH_HIDDEN size_t mwh_retain_limit(void);
+MWH_HIDDEN void mwh_peak_update(void);
 MWH_HIDDEN int mwh_trim_all(void);
 
 /* alloc_page.c (callers hold the heap's lock) */

@@ -269,4 +269,5 @@ void mw_alloc_get_stats(struct mw_alloc_stats *st)
 	st->inuse_large = (unsigned long)atomic_load(&mwh_g.inuse);
 	st->peak_large = (unsigned long)atomic_load(&mwh_g.peak);
 	st->lock_syscalls = atomic_load(&mwh_g.lock_syscalls);
+	st->outside = (unsigned long)atomic_load(&mwh_g.outside);
 }

@@ -15,9 +15,10 @@
  * registration still valid). Memory goes back to the OS only when the
  * retained bytes exceed max(retain_min, peak - in use, in use / 32), capped
  * at 1 GiB, where "in use" counts every span handed out (small pages
- * included) and "peak" its maximum so far: in-use plus retained memory
- * never grows past the most the program ever had in use at once by more
- * than retain_min (1 MiB or mallopt's M_TRIM_THRESHOLD) or 1/32. A
+ * included) and the program's own anonymous mappings (alloc_outside.c),
+ * and "peak" its maximum so far: in-use plus retained memory never grows
+ * past the most the program ever had in use at once by more than
+ * retain_min (1 MiB or mallopt's M_TRIM_THRESHOLD) or 1/32. A
  * program cycling through the same working set therefore never releases,
  * and one whose needs move on releases the
  * coldest spans first (LRU), always with the release callback first. The
@@ -193,24 +194,45 @@ static void mwh_lru_unlink(struct mw_page *s)
 
 /* ---- retention ------------------------------------------------------- */
 
+static void mwh_max(atomic_long *peak, long now)
+{
+	long p = atomic_load_explicit(peak, memory_order_relaxed);
+
+	while (now > p && !atomic_compare_exchange_weak_explicit(
+				  peak, &p, now, memory_order_relaxed,
+				  memory_order_relaxed))
+		;
+}
+
+/* The peak of our spans and the program's own mappings together. */
+void mwh_peak_update(void)
+{
+	mwh_max(&g.peak_all,
+		atomic_load_explicit(&g.inuse, memory_order_relaxed) +
+			atomic_load_explicit(&g.outside, memory_order_relaxed));
+}
+
 static void mwh_account(long delta)
 {
 	long now = atomic_fetch_add_explicit(&g.inuse, delta,
 					     memory_order_relaxed) +
 		   delta;
-	long peak = atomic_load_explicit(&g.peak, memory_order_relaxed);
 
-	while (now > peak && !atomic_compare_exchange_weak_explicit(
-				     &g.peak, &peak, now, memory_order_relaxed,
-				     memory_order_relaxed))
-		;
+	mwh_max(&g.peak, now);
+	if (delta > 0)
+		mwh_peak_update();
 }
 
+/* The room is measured on everything in use, ours and the program's own
+ * mappings (alloc_outside.c): retained spans must not sit on top of memory
+ * the program mapped itself since they were freed. */
 size_t mwh_retain_limit(void)
 {
-	long peak = atomic_load_explicit(&g.peak, memory_order_relaxed);
+	long peak = atomic_load_explicit(&g.peak_all, memory_order_relaxed);
 	long inuse = atomic_load_explicit(&g.inuse, memory_order_relaxed);
-	size_t room = peak > inuse ? (size_t)(peak - inuse) : 0;
+	long all = inuse + atomic_load_explicit(&g.outside,
+						memory_order_relaxed);
+	size_t room = peak > all ? (size_t)(peak - all) : 0;
 
 	if (room < (size_t)inuse / MW_RETAIN_SLACK) /* slack at the peak */
 		room = (size_t)inuse / MW_RETAIN_SLACK;
@@ -304,6 +326,7 @@ static void mwh_span_retain(struct mw_page *s, int release)
 	if (release || len > limit) {
 		s->next = NULL;
 		mwh_release_list(s);
+		mwh_trim_to_limit(); /* the rest may be over it too */
 		return;
 	}
 	mwh_glock();

@@ -198,14 +198,26 @@ static inline void mw_note(uintptr_t lo, uintptr_t hi, enum mw_release_kind k)
 		return r_;                                                    \
 	} while (0)
 
-MWH_EXPORT int munmap(void *a, size_t n)
+static int mw_munmap_next(void *a, size_t n)
 {
-	if (n && !((uintptr_t)a & (MW_PG - 1)))
-		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MUNMAP);
 #define CALL_ARGS (a, n)
 	MW_CHAIN(MW_FN_MUNMAP, int, (void *, size_t),
 		 (int)mw_raw_ret(mw_raw(SYS_munmap, a, n, 0)));
 #undef CALL_ARGS
+}
+
+/* The program's own anonymous mappings are also counted for our
+ * allocator's retention limit (alloc_outside.c). */
+MWH_EXPORT int munmap(void *a, size_t n)
+{
+	int r;
+
+	if (n && !((uintptr_t)a & (MW_PG - 1)))
+		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n), MW_RELEASE_MUNMAP);
+	r = mw_munmap_next(a, n);
+	if (r == 0)
+		mwh_outside_unmap((uintptr_t)a, n);
+	return r;
 }
 
 static void *mw_mremap_next(void *old, size_t osz, size_t nsz, int flags,
@@ -216,6 +228,13 @@ static void *mw_mremap_next(void *old, size_t osz, size_t nsz, int flags,
 		 (void *)mw_raw_ret(mw_raw6(SYS_mremap, (long)old, (long)osz,
 					    (long)nsz, flags, (long)na, 0)));
 #undef CALL_ARGS
+}
+
+static void *mw_mremap_seen(void *old, size_t osz, void *r, size_t nsz)
+{
+	if (r != MAP_FAILED)
+		mwh_outside_remap((uintptr_t)old, osz, (uintptr_t)r, nsz);
+	return r;
 }
 
 MWH_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
@@ -252,12 +271,13 @@ MWH_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 
 		r = mw_mremap_next(old, osz, nsz, flags & ~MREMAP_MAYMOVE, NULL);
 		if (r != MAP_FAILED)
-			return r;
+			return mw_mremap_seen(old, osz, r, nsz);
 		errno = e;
 		mw_note(o, o + orl, MW_RELEASE_MREMAP);
 	}
 call:
-	return mw_mremap_next(old, osz, nsz, flags, na);
+	return mw_mremap_seen(old, osz, mw_mremap_next(old, osz, nsz, flags, na),
+			      nsz);
 }
 
 static int mw_madv_releases(int adv)
@@ -300,8 +320,20 @@ MWH_EXPORT int posix_madvise(void *a, size_t n, int adv)
 #undef CALL_ARGS
 }
 
+static void *mw_mmap_next(void *a, size_t n, int prot, int flags, int fd,
+			  off_t off)
+{
+#define CALL_ARGS (a, n, prot, flags, fd, off)
+	MW_CHAIN(MW_FN_MMAP, void *, (void *, size_t, int, int, int, off_t),
+		 (void *)mw_raw_ret(mw_raw6(SYS_mmap, (long)a, (long)n, prot,
+					    flags, fd, (long)off)));
+#undef CALL_ARGS
+}
+
 MWH_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
+	void *r;
+
 	if (off & (off_t)(MW_PG - 1)) {
 		errno = EINVAL;
 		return MAP_FAILED;
@@ -309,11 +341,10 @@ MWH_EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 	if ((flags & MAP_FIXED) && n && !((uintptr_t)a & (MW_PG - 1)))
 		mw_note((uintptr_t)a, (uintptr_t)a + MW_PGUP(n),
 			MW_RELEASE_MMAP_FIXED);
-#define CALL_ARGS (a, n, prot, flags, fd, off)
-	MW_CHAIN(MW_FN_MMAP, void *, (void *, size_t, int, int, int, off_t),
-		 (void *)mw_raw_ret(mw_raw6(SYS_mmap, (long)a, (long)n, prot,
-					    flags, fd, (long)off)));
-#undef CALL_ARGS
+	r = mw_mmap_next(a, n, prot, flags, fd, off);
+	if (r != MAP_FAILED)
+		mwh_outside_map((uintptr_t)r, n, prot, flags);
+	return r;
 }
 
 /* glibc's sbrk caches the break in __curbrk: keep it right. */

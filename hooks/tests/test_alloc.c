@@ -23,6 +23,7 @@
 #include "hooks/alloc.h"
 #include "hooks/alloc_int.h"
 #include "hooks/internal.h"
+#include "hooks/share.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_memalign(size_t, size_t);
@@ -149,6 +150,74 @@ static void test_realloc_move(void)
 	printf("ok: large realloc growth moves pages, bytes kept, calloc zero\n");
 }
 
+/* The program's own anonymous mappings count as in use for the retention
+ * limit (alloc_outside.c; the interposer reports them, here the test
+ * does). Two blocks are freed (kept: the peak has room), then a third:
+ * with nothing mapped outside all three stay (the control); once the
+ * program has mapped 20 MiB itself after the two were freed, the same
+ * free releases them. The table takes off what was added: all of it, a
+ * head, or nothing for a range it does not know. Run first: the peak must
+ * be this test's own. */
+static void test_outside(void)
+{
+	size_t mib = (size_t)1 << 20;
+	struct mw_alloc_stats st0, st;
+	char *x = mw_malloc(8 * mib), *y = mw_malloc(6 * mib),
+	     *z = mw_malloc(2 * mib);
+	void *own = mmap(NULL, 20 * mib, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t o = (uintptr_t)own;
+
+	CHECK(x && y && z && own != MAP_FAILED, "malloc, mmap\n");
+	if (!x || !y || !z || own == MAP_FAILED)
+		return;
+	mw_free(x);
+	mw_free(y);
+	mw_alloc_get_stats(&st0);
+	mw_free(z); /* control: nothing mapped outside */
+	mw_alloc_get_stats(&st);
+	CHECK(st.releases == st0.releases &&
+		      st.retained_bytes >= 16 * mib,
+	      "control: the freed spans kept (%lu releases, %lu KiB "
+	      "retained)\n", st.releases - st0.releases,
+	      st.retained_bytes >> 10);
+	x = mw_malloc(8 * mib); /* the same spans again, no fresh memory */
+	y = mw_malloc(6 * mib);
+	z = mw_malloc(2 * mib);
+	mw_free(x);
+	mw_free(y);
+	mw_alloc_get_stats(&st0);
+	mwh_outside_map(o, 20 * mib, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS);
+	mw_alloc_get_stats(&st);
+	CHECK(st.outside == st0.outside + 20 * mib, "20 MiB counted\n");
+	mw_free(z);
+	mw_alloc_get_stats(&st);
+	/* z's own span may stay: the peak, made with it in use, has room */
+	CHECK(st.releases >= st0.releases + 2 && st.retained_bytes <= 3 * mib,
+	      "with 20 MiB mapped outside, x's and y's spans go (%lu releases, "
+	      "%lu KiB retained)\n", st.releases - st0.releases,
+	      st.retained_bytes >> 10);
+	mwh_outside_unmap(o + 4 * mib, mib); /* not a start: stays counted */
+	mw_alloc_get_stats(&st0);
+	mwh_outside_unmap(o, 2 * mib); /* its head */
+	mw_alloc_get_stats(&st);
+	CHECK(st0.outside == st.outside + 2 * mib, "a head taken off\n");
+	mwh_outside_remap(o + 2 * mib, 18 * mib, o + 2 * mib, 10 * mib);
+	mwh_outside_unmap(o + 2 * mib, 10 * mib);
+	mwh_outside_map(o, 32 << 10, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS); /* too small to count */
+	mwh_outside_map(o, 4 * mib, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK);
+	mwh_outside_map(o, 4 * mib, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS);
+	mw_alloc_get_stats(&st);
+	CHECK(st.outside == 0, "all taken off, small, stack and read-only "
+	      "ones not counted (%lu left)\n", st.outside);
+	munmap(own, 20 * mib);
+	printf("ok: the program's own mappings count for retention (control: "
+	       "kept without them); the table takes off what it added\n");
+}
+
 /* Resident 4 KiB pages of [p, p + n). */
 static size_t resident(const void *p, size_t n)
 {
@@ -182,7 +251,9 @@ static void test_calloc_populate(void)
 	CHECK(a && b, "calloc\n");
 	if (!a || !b)
 		return;
-	if (can)
+	if (mwh_share_on()) /* shareable heap: file pages, left lazy */
+		CHECK(ra < 64, "shareable heap: calloc stays lazy (%zu)\n", ra);
+	else if (can)
 		CHECK(ra >= small / 4096, "20 MiB calloc populated: %zu of %zu "
 		      "pages resident\n", ra, small / 4096);
 	else
@@ -236,8 +307,13 @@ static void test_realloc_in_place(void)
 		return;
 	fill(a, n, 5);
 	q = mw_realloc(a, n + n / 2);
-	CHECK(q == a, "the block at the end grew in place\n");
-	CHECK(same(q, n, 5), "grown in place: bytes kept\n");
+	if (mwh_share_on()) /* shareable heap: a span is fixed for life */
+		CHECK(q && q != a, "shareable heap: grown by copying\n");
+	else
+		CHECK(q == a, "the block at the end grew in place\n");
+	CHECK(q && same(q, n, 5), "grown: bytes kept\n");
+	if (!q)
+		return;
 	CHECK(mw_malloc_usable_size(q) >= n + n / 2, "usable size grew\n");
 	memset(q + n, 0x5a, n / 2);
 	guard = mw_malloc((size_t)70 << 20);
@@ -909,7 +985,8 @@ static void test_fork_threads(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	test_realloc_in_place(); /* first: its block must be the arena's last */
+	test_outside(); /* first: the peak must be its own */
+	test_realloc_in_place(); /* its block must be the arena's last */
 	test_calloc_populate();
 	test_sizes();
 	test_realloc_move();

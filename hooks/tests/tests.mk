@@ -22,7 +22,7 @@ $(T)/test_matrix: tests/test_matrix.c $(TARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(TARCHIVE)
 
 # The allocator's internals linked directly (no interposition): ASan-able.
-ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c release.c
+ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c alloc_outside.c release.c
 $(T)/test_alloc: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
 $(T)/test_alloc_asan: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
