@@ -273,7 +273,7 @@ struct mw_alloc_stats {
 	unsigned long inuse_large;   /* bytes of spans in use (pages too) */
 	unsigned long peak_large;    /* the most ever in use at once */
 	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
-	unsigned long outside; /* the program's own mappings counted */
+	unsigned long outside;	     /* the program's own mappings counted */
 };
 MWH_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

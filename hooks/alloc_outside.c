@@ -51,13 +51,13 @@ static size_t mwh_out_take(uintptr_t a)
 
 	for (unsigned i = 0; i < MW_OUT_PROBE; i++) {
 		struct mwh_out_slot *s = &mwh_out[(h + i) & (MW_OUT_SLOTS - 1)];
-		uintptr_t k = atomic_load_explicit(&s->addr,
-						   memory_order_acquire);
+		uintptr_t k =
+			atomic_load_explicit(&s->addr, memory_order_acquire);
 
 		if (k == 0)
 			return 0;
-		if (k == a && atomic_compare_exchange_strong(&s->addr, &k,
-							     MW_OUT_TOMB))
+		if (k == a &&
+		    atomic_compare_exchange_strong(&s->addr, &k, MW_OUT_TOMB))
 			return atomic_load_explicit(&s->len,
 						    memory_order_relaxed);
 	}
@@ -70,8 +70,8 @@ static void mwh_out_put(uintptr_t a, size_t n)
 
 	for (unsigned i = 0; i < MW_OUT_PROBE; i++) {
 		struct mwh_out_slot *s = &mwh_out[(h + i) & (MW_OUT_SLOTS - 1)];
-		uintptr_t k = atomic_load_explicit(&s->addr,
-						   memory_order_relaxed);
+		uintptr_t k =
+			atomic_load_explicit(&s->addr, memory_order_relaxed);
 
 		if ((k == 0 || k == MW_OUT_TOMB) &&
 		    atomic_compare_exchange_strong(&s->addr, &k, a)) {

@@ -230,8 +230,8 @@ size_t mwh_retain_limit(void)
 {
 	long peak = atomic_load_explicit(&g.peak_all, memory_order_relaxed);
 	long inuse = atomic_load_explicit(&g.inuse, memory_order_relaxed);
-	long all = inuse + atomic_load_explicit(&g.outside,
-						memory_order_relaxed);
+	long all =
+		inuse + atomic_load_explicit(&g.outside, memory_order_relaxed);
 	size_t room = peak > all ? (size_t)(peak - all) : 0;
 
 	if (room < (size_t)inuse / MW_RETAIN_SLACK) /* slack at the peak */

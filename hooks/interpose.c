@@ -276,8 +276,8 @@ MWH_EXPORT void *mremap(void *old, size_t osz, size_t nsz, int flags, ...)
 		mw_note(o, o + orl, MW_RELEASE_MREMAP);
 	}
 call:
-	return mw_mremap_seen(old, osz, mw_mremap_next(old, osz, nsz, flags, na),
-			      nsz);
+	return mw_mremap_seen(old, osz,
+			      mw_mremap_next(old, osz, nsz, flags, na), nsz);
 }
 
 static int mw_madv_releases(int adv)

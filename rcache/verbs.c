@@ -50,7 +50,8 @@ static const char *verbs_soname(void)
 
 static int verbs_lookup(void *h, struct verbs_ctx *v)
 {
-	v->reg_iova2 = (reg_iova2_fn)dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
+	v->reg_iova2 =
+		(reg_iova2_fn)dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
 	v->reg = (reg_fn)dlvsym(h, "ibv_reg_mr", "IBVERBS_1.1");
 	v->dereg = (dereg_fn)dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
 	return v->reg && v->dereg;
@@ -83,8 +84,7 @@ static int verbs_bind(struct verbs_ctx *v)
 
 /* What verbs.h's ibv_reg_mr() does for an access mask not known at
  * compile time: the iova2 entry point, whose iova is the address. */
-static struct ibv_mr *verbs_reg_mr(struct verbs_ctx *v, void *addr,
-				   size_t len)
+static struct ibv_mr *verbs_reg_mr(struct verbs_ctx *v, void *addr, size_t len)
 {
 	if (v->reg_iova2)
 		return v->reg_iova2(v->pd, addr, len, (uintptr_t)addr,
@@ -103,7 +103,7 @@ static int verbs_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 		int e = errno;
 
 		mwu_log(MWU_LOG_DEBUG, "ibv_reg_mr(%p, %zu) failed", addr, len);
-		return e > 0 ? -e : MW_EREG;	/* verbs' own errno */
+		return e > 0 ? -e : MW_EREG; /* verbs' own errno */
 	}
 	r->handle = mr;
 	r->lkey = mr->lkey;
@@ -129,8 +129,8 @@ MW_API int mw_verbs_ops(struct ibv_pd *pd, int access, struct mw_reg_ops *ops)
 	struct verbs_ctx *v;
 	int rc;
 	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-		IBV_ACCESS_RELAXED_ORDERING;
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			  IBV_ACCESS_RELAXED_ORDERING;
 
 	if (!pd || !ops)
 		return MW_EINVAL;

@@ -51,6 +51,9 @@ control "matrix with one expected cell flipped" $T/test_matrix --mutate
 run "allocator internals" $T/test_alloc
 run "allocator internals under ASan+UBSan" $T/test_alloc_asan
 control "allocator without release callback" env MWTEST_NO_CB=1 $T/test_alloc
+run "allocator memory use: own mappings and retention, realloc growth, calloc population" \
+	$T/test_alloc_mem
+run "allocator memory use under ASan+UBSan" $T/test_alloc_mem_asan
 # the scalable allocator's promises (test_alloc_scale.c), each with its control
 run "allocator: no syscall under the lock, RSS bound, churn, cross-thread, lazy pages, family" \
 	$T/test_alloc_scale

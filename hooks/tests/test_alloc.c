@@ -16,28 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "hooks/alloc.h"
-#include "hooks/alloc_int.h"
 #include "hooks/internal.h"
-#include "hooks/share.h"
+#include "hooks/tests/alloc_check.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_memalign(size_t, size_t);
 extern void __libc_free(void *);
-
-static int failures;
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			printf("not ok: " __VA_ARGS__);                       \
-			printf("  (%s:%d)\n", __FILE__, __LINE__);            \
-			failures++;                                           \
-		}                                                             \
-	} while (0)
 
 static unsigned long cb_n;
 static uintptr_t cb_lo, cb_hi;
@@ -67,26 +55,6 @@ static void cb(uintptr_t s, uintptr_t e, enum mw_release_kind k)
 		cb_marker_ok = *cb_marker == 0x5a;
 }
 
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i += 61)
-		p[i] = (unsigned char)(seed + i);
-	if (n)
-		p[n - 1] = (unsigned char)seed;
-}
-
-static int same(const unsigned char *p, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i += 61)
-		if (p[i] != (unsigned char)(seed + i) && i != n - 1)
-			return 0;
-	return !n || p[n - 1] == (unsigned char)seed;
-}
-
 static int prefix(const unsigned char *p, size_t n, unsigned seed)
 {
 	size_t i;
@@ -97,241 +65,6 @@ static int prefix(const unsigned char *p, size_t n, unsigned seed)
 	return 1;
 }
 
-static int zero(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
-/* Does large block p's span end where the arena's unused part begins? */
-static int at_frontier(void *p)
-{
-	struct mw_page *s = mwh_large_span(mw_page_of(p));
-
-	return mw_page_addr(s) + s->units * MW_UNIT ==
-	       atomic_load(&mwh_g.bump);
-}
-
-/* Large blocks that grow move their pages (alloc_posix.c): the bytes come
- * along, the spans on both sides read as zero to calloc afterwards. Each
- * block gets a neighbour after it first (a reservation of a class nothing
- * else uses, never touched), or it would grow in place. */
-static void test_realloc_move(void)
-{
-	for (unsigned r = 0; r < 24; r++) {
-		size_t n = ((size_t)300 + r * 97) << 10;
-		unsigned char *a = mw_malloc(n), *b, *c, *guard = NULL;
-
-		CHECK(a != NULL, "malloc %zu\n", n);
-		if (!a)
-			return;
-		if (at_frontier(a))
-			guard = mw_malloc(((size_t)80 + 16 * r) << 20);
-		CHECK(!at_frontier(a), "a block after the one to grow\n");
-		fill(a, n, r);
-		b = mw_realloc(a, 3 * n);
-		CHECK(b && b != a && same(b, n, r),
-		      "grown block moved and kept its bytes\n");
-		if (!b)
-			return;
-		a = b;
-		memset(a, 0xee, 3 * n);
-		mw_free(a);
-		mw_free(guard);
-		b = mw_calloc(1, 3 * n);
-		c = mw_calloc(1, n);
-		CHECK(b && zero(b, 3 * n), "calloc after a move: zeros\n");
-		CHECK(c && zero(c, n), "calloc of the old span: zeros\n");
-		mw_free(b);
-		mw_free(c);
-	}
-	printf("ok: large realloc growth moves pages, bytes kept, calloc zero\n");
-}
-
-/* The program's own anonymous mappings count as in use for the retention
- * limit (alloc_outside.c; the interposer reports them, here the test
- * does). Two blocks are freed (kept: the peak has room), then a third:
- * with nothing mapped outside all three stay (the control); once the
- * program has mapped 20 MiB itself after the two were freed, the same
- * free releases them. The table takes off what was added: all of it, a
- * head, or nothing for a range it does not know. Run first: the peak must
- * be this test's own. */
-static void test_outside(void)
-{
-	size_t mib = (size_t)1 << 20;
-	struct mw_alloc_stats st0, st;
-	char *x = mw_malloc(8 * mib), *y = mw_malloc(6 * mib),
-	     *z = mw_malloc(2 * mib);
-	void *own = mmap(NULL, 20 * mib, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uintptr_t o = (uintptr_t)own;
-
-	CHECK(x && y && z && own != MAP_FAILED, "malloc, mmap\n");
-	if (!x || !y || !z || own == MAP_FAILED)
-		return;
-	mw_free(x);
-	mw_free(y);
-	mw_alloc_get_stats(&st0);
-	mw_free(z); /* control: nothing mapped outside */
-	mw_alloc_get_stats(&st);
-	CHECK(st.releases == st0.releases &&
-		      st.retained_bytes >= 16 * mib,
-	      "control: the freed spans kept (%lu releases, %lu KiB "
-	      "retained)\n", st.releases - st0.releases,
-	      st.retained_bytes >> 10);
-	x = mw_malloc(8 * mib); /* the same spans again, no fresh memory */
-	y = mw_malloc(6 * mib);
-	z = mw_malloc(2 * mib);
-	mw_free(x);
-	mw_free(y);
-	mw_alloc_get_stats(&st0);
-	mwh_outside_map(o, 20 * mib, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS);
-	mw_alloc_get_stats(&st);
-	CHECK(st.outside == st0.outside + 20 * mib, "20 MiB counted\n");
-	mw_free(z);
-	mw_alloc_get_stats(&st);
-	/* z's own span may stay: the peak, made with it in use, has room */
-	CHECK(st.releases >= st0.releases + 2 && st.retained_bytes <= 3 * mib,
-	      "with 20 MiB mapped outside, x's and y's spans go (%lu releases, "
-	      "%lu KiB retained)\n", st.releases - st0.releases,
-	      st.retained_bytes >> 10);
-	mwh_outside_unmap(o + 4 * mib, mib); /* not a start: stays counted */
-	mw_alloc_get_stats(&st0);
-	mwh_outside_unmap(o, 2 * mib); /* its head */
-	mw_alloc_get_stats(&st);
-	CHECK(st0.outside == st.outside + 2 * mib, "a head taken off\n");
-	mwh_outside_remap(o + 2 * mib, 18 * mib, o + 2 * mib, 10 * mib);
-	mwh_outside_unmap(o + 2 * mib, 10 * mib);
-	mwh_outside_map(o, 32 << 10, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS); /* too small to count */
-	mwh_outside_map(o, 4 * mib, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK);
-	mwh_outside_map(o, 4 * mib, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS);
-	mw_alloc_get_stats(&st);
-	CHECK(st.outside == 0, "all taken off, small, stack and read-only "
-	      "ones not counted (%lu left)\n", st.outside);
-	munmap(own, 20 * mib);
-	printf("ok: the program's own mappings count for retention (control: "
-	       "kept without them); the table takes off what it added\n");
-}
-
-/* Resident 4 KiB pages of [p, p + n). */
-static size_t resident(const void *p, size_t n)
-{
-	static unsigned char vec[(64 << 20) / 4096];
-	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t pages = ((uintptr_t)p + n - lo + 4095) / 4096, r = 0;
-
-	if (pages > sizeof(vec) || mincore((void *)lo, pages * 4096, vec))
-		return (size_t)-1;
-	for (size_t i = 0; i < pages; i++)
-		r += vec[i] & 1;
-	return r;
-}
-
-/* calloc of fresh memory up to 32 MiB is populated writable at once
- * (alloc.c), beyond it stays lazy; both read as zero. Run early: the
- * blocks must come from memory never handed out. */
-static void test_calloc_populate(void)
-{
-	/* classes nothing before used: fresh spans */
-	size_t small = (size_t)20 << 20, big = (size_t)48 << 20;
-	void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int can = probe != MAP_FAILED &&
-		  madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
-	unsigned char *a = mw_calloc(1, small), *b = mw_calloc(1, big);
-	size_t ra = a ? resident(a, small) : 0, rb = b ? resident(b, big) : 0;
-
-	if (probe != MAP_FAILED)
-		munmap(probe, 4096);
-	CHECK(a && b, "calloc\n");
-	if (!a || !b)
-		return;
-	if (mwh_share_on()) /* shareable heap: file pages, left lazy */
-		CHECK(ra < 64, "shareable heap: calloc stays lazy (%zu)\n", ra);
-	else if (can)
-		CHECK(ra >= small / 4096, "20 MiB calloc populated: %zu of %zu "
-		      "pages resident\n", ra, small / 4096);
-	else
-		printf("# skip populate check: no MADV_POPULATE_WRITE here\n");
-	CHECK(rb < 64, "48 MiB calloc stays lazy: %zu pages resident\n", rb);
-	CHECK(zero(a, small) && zero(b, big), "both read zero\n");
-	mw_free(a);
-	mw_free(b);
-	printf("ok: calloc of fresh memory populated up to 32 MiB (%zu of %zu "
-	       "pages resident), lazy beyond (%zu of %zu)\n", ra,
-	       small / 4096, rb, big / 4096);
-}
-
-/* A large block that ends at the arena's unused part grows where it is
- * (alloc_span.c, mwh_span_grow): same pointer, bytes kept, the new part
- * writable; once a block follows it, the next growth moves it. Growing
- * many blocks from two threads at once races their frontier updates. */
-static void *grow_worker(void *arg)
-{
-	unsigned seed = (unsigned)(uintptr_t)arg, bad = 0;
-
-	for (unsigned i = 0; i < 60; i++) {
-		size_t n = ((size_t)40 + (i * 7 + seed) % 90) << 10;
-		unsigned char *p = mw_malloc(n), *q;
-
-		if (!p)
-			return (void *)1;
-		fill(p, n, seed + i);
-		for (size_t m = n; m < ((size_t)3 << 20); m += m / 3) {
-			q = mw_realloc(p, m + m / 3);
-			if (!q)
-				return (void *)1;
-			bad += !same(q, n, seed + i);
-			p = q;
-		}
-		mw_free(p);
-	}
-	return (void *)(uintptr_t)bad;
-}
-
-static void test_realloc_in_place(void)
-{
-	size_t n = (size_t)41 << 20;
-	unsigned char *a, *q, *guard;
-	pthread_t t[2];
-	void *rv[2];
-
-	a = mw_malloc(n); /* a class no test used yet: fresh, at the end */
-	CHECK(a && at_frontier(a), "a new block at the arena's end\n");
-	if (!a)
-		return;
-	fill(a, n, 5);
-	q = mw_realloc(a, n + n / 2);
-	if (mwh_share_on()) /* shareable heap: a span is fixed for life */
-		CHECK(q && q != a, "shareable heap: grown by copying\n");
-	else
-		CHECK(q == a, "the block at the end grew in place\n");
-	CHECK(q && same(q, n, 5), "grown: bytes kept\n");
-	if (!q)
-		return;
-	CHECK(mw_malloc_usable_size(q) >= n + n / 2, "usable size grew\n");
-	memset(q + n, 0x5a, n / 2);
-	guard = mw_malloc((size_t)70 << 20);
-	CHECK(guard && !at_frontier(q), "a block now follows it\n");
-	a = mw_realloc(q, 2 * n);
-	CHECK(a && a != q && same(a, n, 5), "then it moves, bytes kept\n");
-	mw_free(a);
-	mw_free(guard);
-	for (int i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, grow_worker, (void *)(uintptr_t)i);
-	for (int i = 0; i < 2; i++) {
-		pthread_join(t[i], &rv[i]);
-		CHECK(rv[i] == NULL, "thread %d: grown blocks kept their bytes\n",
-		      i);
-	}
-	printf("ok: large realloc grows in place at the arena's end, moves "
-	       "otherwise; two threads growing at once keep every byte\n");
-}
 
 static void test_sizes(void)
 {
@@ -985,11 +718,7 @@ static void test_fork_threads(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	test_outside(); /* first: the peak must be its own */
-	test_realloc_in_place(); /* its block must be the arena's last */
-	test_calloc_populate();
 	test_sizes();
-	test_realloc_move();
 	test_align();
 	test_align_small_n();
 	test_align_glibc_semantics();

@@ -8,6 +8,7 @@ TCFLAGS := $(CPPFLAGS_COMMON) $(CSTD) $(WARN) -O2 -g -pthread
 ASANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
 PRELOAD := $(TESTBIN)/libmw_hooks_preload.so
 TESTS := $(T)/test_matrix $(T)/test_alloc $(T)/test_alloc_asan \
+	$(T)/test_alloc_mem $(T)/test_alloc_mem_asan \
 	$(T)/test_intercept $(T)/test_intercept_linked $(T)/test_static \
 	$(T)/libmwt_dl.so $(T)/release_count $(PRELOAD) $(T)/test_conflict \
 	$(T)/libmwt_relro.so $(T)/libmwt_relro_cut.so $(T)/test_late \
@@ -23,9 +24,11 @@ $(T)/test_matrix: tests/test_matrix.c $(TARCHIVE) | $(T)
 
 # The allocator's internals linked directly (no interposition): ASan-able.
 ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c alloc_outside.c release.c
-$(T)/test_alloc: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+$(T)/test_alloc $(T)/test_alloc_mem: $(T)/%: tests/%.c $(ALLOC_SRC) $(wildcard *.h) \
+		tests/alloc_check.h | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
-$(T)/test_alloc_asan: tests/test_alloc.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+$(T)/test_alloc_asan $(T)/test_alloc_mem_asan: $(T)/%_asan: tests/%.c $(ALLOC_SRC) \
+		$(wildcard *.h) tests/alloc_check.h | $(T)
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
 		-o $@ $< $(ALLOC_SRC)
 
