@@ -39,17 +39,19 @@ size_t mw_malloc_usable_size(void *p)
  * Growing a large block. Where it is, when its span is the last one carved
  * from the arena (a buffer growing step by step usually is): no copy, no
  * move, no fault on its pages (mwh_span_grow). Else: move its pages
- * instead of copying them, as
- * glibc's mremap of an mmapped chunk does (no copy, no page fault on the
- * new block: python's string and list growth spent a third of its extra
- * faults in memmove). The old span's pages go onto the new span with
- * mremap(MREMAP_FIXED), and the old range gets fresh zero pages, so the
- * arena never has holes. Both ranges change their pages: the release
- * path hears of both first (registrations of either are stale). Not for
- * the shareable heap (a span's file offset is its address) and not past
- * MW_MOVES moves: each moved span stays a VMA of its own, and a process
- * may have only vm.max_map_count (65530) of them. The old span then holds
- * fresh zero pages only: it is filed as released, not retained.
+ * instead of copying them, as glibc's mremap of an mmapped chunk does (no
+ * copy, no page fault on the new block: python's string and list growth
+ * spent a third of its extra faults in memmove). The old span's pages go
+ * onto the new span with mremap(MREMAP_FIXED | MREMAP_DONTUNMAP): the old
+ * range stays mapped, emptied, in the same call, so the arena never has a
+ * hole, not even for a moment (before Linux 5.7: mremap, then fresh zero
+ * pages mapped over the old range; mwh_commit copes with the moment).
+ * Both ranges change their pages: the release path hears of both first
+ * (registrations of either are stale). Not for the shareable heap (a
+ * span's file offset is its address) and not past MW_MOVES moves: each
+ * moved span stays a VMA of its own, and a process may have only
+ * vm.max_map_count (65530) of them. The old span then holds no pages: it
+ * is filed as released, not retained.
  */
 #define MW_MOVE_MIN ((size_t)256 << 10)
 #define MW_MOVES 4096
@@ -62,6 +64,7 @@ static int mwh_move_pages(void *p, void *q)
 	struct mw_page *qs = mwh_large_span(mw_page_of(q));
 	uintptr_t pa = mw_page_addr(ps), qa = mw_page_addr(qs);
 	size_t len = ps->units * MW_UNIT;
+	long r;
 
 	if ((uintptr_t)p - pa != (uintptr_t)q - qa || qs->units < ps->units ||
 	    mwh_share_on() ||
@@ -70,6 +73,16 @@ static int mwh_move_pages(void *p, void *q)
 		return -1;
 	mw_release_notify(qa, qa + len, MW_RELEASE_ALLOC);
 	mw_release_notify(pa, pa + len, MW_RELEASE_ALLOC);
+	/* Linux 5.7+: the old range stays mapped, empty, in the same call; no
+	 * moment without a mapping there (another thread committing the
+	 * arena with mprotect over it would fail) */
+	r = mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
+		    MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (long)qa,
+		    0);
+	if (!mw_raw_failed(r))
+		return 0;
+	if (r != -EINVAL)
+		return -1; /* nothing moved: copy */
 	if (mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
 				  MREMAP_MAYMOVE | MREMAP_FIXED, (long)qa, 0)))
 		return -1; /* nothing moved: copy */

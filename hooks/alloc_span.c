@@ -109,16 +109,13 @@ int mwh_reserve(void)
 	return -1;
 }
 
-/* Make [.., hi) of the arena and its metadata read-write. */
-static int mwh_commit(uintptr_t hi)
+/* Make [c, hi) of the arena and its metadata read-write. */
+static int mwh_commit_from(uintptr_t c, uintptr_t hi)
 {
 	uintptr_t base = mwh_arena.base, end = base + mwh_arena.size;
-	uintptr_t c = atomic_load_explicit(&g.committed, memory_order_acquire);
 	uintptr_t want;
 	char *meta = (char *)mwh_arena.meta;
 
-	if (hi <= c)
-		return 0;
 	want = base +
 	       ((hi - base + MW_COMMIT_STEP - 1) & ~(MW_COMMIT_STEP - 1));
 	if (want > end)
@@ -136,6 +133,28 @@ static int mwh_commit(uintptr_t hi)
 				   memory_order_relaxed))
 		;
 	return 0;
+}
+
+/* Make [.., hi) read-write. A failure can be a race: read with a stale
+ * mark, the range may cover spans another thread has committed since,
+ * handed out and is moving (realloc, alloc_posix.c: without
+ * MREMAP_DONTUNMAP, unmapped for a moment); then the mark has moved past
+ * them: look again. */
+static int mwh_commit(uintptr_t hi)
+{
+	for (int tries = 0;; tries++) {
+		uintptr_t c = atomic_load_explicit(&g.committed,
+						   memory_order_acquire);
+
+		if (hi <= c)
+			return 0;
+		if (mwh_commit_from(c, hi) == 0)
+			return 0;
+		if (tries == 3 ||
+		    atomic_load_explicit(&g.committed, memory_order_acquire) ==
+			    c)
+			return -1;
+	}
 }
 
 static struct mw_page *mwh_span_from_bump(size_t units)

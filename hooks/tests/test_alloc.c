@@ -21,7 +21,7 @@
 
 #include "hooks/alloc.h"
 #include "hooks/internal.h"
-#include "hooks/tests/alloc_check.h"
+#include "hooks/tests/check.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_memalign(size_t, size_t);

@@ -34,17 +34,9 @@
 
 #include "hooks/alloc_int.h"
 #include "hooks/internal.h"
+#include "hooks/tests/check.h"
 
-static int failures;
 static const char *neg;
-#define CHECK(c, ...)                                                          \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			printf("not ok: " __VA_ARGS__);                        \
-			printf("  (%s:%d)\n", __FILE__, __LINE__);             \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static int is_neg(const char *name)
 {

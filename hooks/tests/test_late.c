@@ -20,20 +20,12 @@
 #include <unistd.h>
 
 #include "hooks/hooks.h"
+#include "hooks/tests/check.h"
 #include "hooks/tests/mwtest.h"
 
 extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
 
-static int failures;
-#define CHECK(c, ...)                                                         \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			printf("not ok: " __VA_ARGS__);                       \
-			printf("  (%s:%d)\n", __FILE__, __LINE__);            \
-			failures++;                                           \
-		}                                                             \
-	} while (0)
 
 static atomic_int stop, spins;
 

@@ -25,10 +25,10 @@ $(T)/test_matrix: tests/test_matrix.c $(TARCHIVE) | $(T)
 # The allocator's internals linked directly (no interposition): ASan-able.
 ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c alloc_outside.c release.c
 $(T)/test_alloc $(T)/test_alloc_mem: $(T)/%: tests/%.c $(ALLOC_SRC) $(wildcard *.h) \
-		tests/alloc_check.h | $(T)
+		tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
 $(T)/test_alloc_asan $(T)/test_alloc_mem_asan: $(T)/%_asan: tests/%.c $(ALLOC_SRC) \
-		$(wildcard *.h) tests/alloc_check.h | $(T)
+		$(wildcard *.h) tests/check.h | $(T)
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
 		-o $@ $< $(ALLOC_SRC)
 
@@ -54,7 +54,7 @@ $(T)/relro_cut: tests/relro_cut.c | $(T)
 	$(CC) $(TCFLAGS) -o $@ $<
 $(T)/libmwt_relro_cut.so: $(T)/libmwt_relro.so $(T)/relro_cut
 	$(T)/relro_cut $< $@
-$(T)/test_late: tests/test_late.c tests/mwtest.h | $(T)
+$(T)/test_late: tests/test_late.c tests/mwtest.h tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
 $(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
@@ -64,13 +64,13 @@ $(T)/bench_alloc: tests/bench_alloc.c $(TARCHIVE) | $(T)
 # The scalable allocator's promises (test_alloc_scale.c); the _locked build
 # releases under the allocator lock: the negative control of "nolock".
 TESTS += $(T)/test_alloc_scale $(T)/test_alloc_scale_locked
-$(T)/test_alloc_scale: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+$(T)/test_alloc_scale: tests/test_alloc_scale.c tests/check.h $(ALLOC_SRC) $(wildcard *.h) | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
-$(T)/test_alloc_scale_locked: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+$(T)/test_alloc_scale_locked: tests/test_alloc_scale.c tests/check.h $(ALLOC_SRC) $(wildcard *.h) | $(T)
 	$(CC) $(TCFLAGS) -DMWH_TEST_RELEASE_LOCKED -fno-builtin-malloc -fno-builtin-free \
 		-o $@ $< $(ALLOC_SRC)
 TESTS += $(T)/test_alloc_scale_asan
-$(T)/test_alloc_scale_asan: tests/test_alloc_scale.c $(ALLOC_SRC) $(wildcard *.h) | $(T)
+$(T)/test_alloc_scale_asan: tests/test_alloc_scale.c tests/check.h $(ALLOC_SRC) $(wildcard *.h) | $(T)
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
 		-o $@ $< $(ALLOC_SRC)
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the allocator's internal tests (test_alloc.c, test_alloc_mem.c)
- * share: the failure count, CHECK, and byte patterns. */
-#ifndef MW_HOOKS_TESTS_ALLOC_CHECK_H
-#define MW_HOOKS_TESTS_ALLOC_CHECK_H
+/* What the hooks' test programs share: the failure count, CHECK, and the
+ * byte patterns the allocator's tests write and compare. */
+#ifndef MW_HOOKS_TESTS_CHECK_H
+#define MW_HOOKS_TESTS_CHECK_H
 
 #include <stdio.h>
 #include <stddef.h>
