@@ -319,4 +319,15 @@ MWU_HIDDEN int mwr_get_after_checkpoint(struct mwr_rcache *rc, uintptr_t s,
 #endif
 MWU_HIDDEN int mwr_bad_flags(unsigned flags);
 
+/* bind.c: a backend's library, bound when the backend is made. */
+struct mwr_sym {
+	const char *name, *version;
+	void **fn;    /* filled in */
+	int optional; /* may be missing (an older library) */
+};
+/* 0, or -ELIBACC with the reason logged. test_env: in the test variant,
+ * an environment variable naming another soname (to show the failure). */
+MWU_HIDDEN int mwr_bind(const char *soname, const char *test_env,
+			const struct mwr_sym *syms, size_t n);
+
 #endif /* MWR_INTERNAL_H */

@@ -3,7 +3,8 @@
  * io_uring fixed-buffer backend: a sparse buffer table registered once,
  * one slot per region (io_uring_register_buffers_update_tag). The kernel
  * pins the pages of a fixed buffer exactly like ibv_reg_mr does, so a
- * stale table entry corrupts data the same way.
+ * stale table entry corrupts data the same way. liburing is bound when
+ * the backend is made, not linked (bind.c).
  */
 #include <stdlib.h>
 #include <sys/uio.h>
@@ -16,7 +17,27 @@ struct uring_ctx {
 	pthread_mutex_t lock;	/* free-slot stack */
 	unsigned nr, nfree;
 	unsigned *free;
+	/* liburing, bound when the backend is made (bind.c) */
+	int (*sparse)(struct io_uring *, unsigned);
+	int (*update)(struct io_uring *, unsigned, const struct iovec *,
+		      const __u64 *, unsigned);
+	int (*unreg)(struct io_uring *);
 };
+
+static int uring_bind(struct uring_ctx *u)
+{
+	const struct mwr_sym syms[] = {
+		{ "io_uring_register_buffers_sparse", "LIBURING_2.2",
+		  (void **)&u->sparse, 0 },
+		{ "io_uring_register_buffers_update_tag", "LIBURING_2.1",
+		  (void **)&u->update, 0 },
+		{ "io_uring_unregister_buffers", "LIBURING_2.0",
+		  (void **)&u->unreg, 0 },
+	};
+
+	return mwr_bind("liburing.so.2", "MMUWATCH_TEST_URING_SONAME", syms,
+			sizeof(syms) / sizeof(syms[0]));
+}
 
 static int uring_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 {
@@ -33,7 +54,7 @@ static int uring_reg(void *ctx, void *addr, size_t len, struct mw_region *r)
 	}
 	slot = u->free[--u->nfree];
 	pthread_mutex_unlock(&u->lock);
-	ret = io_uring_register_buffers_update_tag(u->ring, slot, &iov, &tag, 1);
+	ret = u->update(u->ring, slot, &iov, &tag, 1);
 	if (ret != 1) {
 		mwu_log(MWU_LOG_DEBUG, "io_uring buffer update(%p, %zu): %d",
 			addr, len, ret);
@@ -54,8 +75,7 @@ static void uring_dereg(void *ctx, struct mw_region *r)
 	__u64 tag = 0;
 
 	/* An empty iovec unregisters the slot and unpins its pages. */
-	if (io_uring_register_buffers_update_tag(u->ring, (unsigned)r->index,
-						 &iov, &tag, 1) != 1)
+	if (u->update(u->ring, (unsigned)r->index, &iov, &tag, 1) != 1)
 		mwu_log(MWU_LOG_WARN, "io_uring buffer slot %d: clear failed",
 			r->index);
 	pthread_mutex_lock(&u->lock);
@@ -67,7 +87,7 @@ static void uring_destroy(void *ctx)
 {
 	struct uring_ctx *u = ctx;
 
-	io_uring_unregister_buffers(u->ring);
+	u->unreg(u->ring);
 	pthread_mutex_destroy(&u->lock);
 	free(u->free);
 	free(u);
@@ -92,7 +112,9 @@ MW_API int mw_uring_ops(struct io_uring *ring, unsigned nr_bufs,
 		free(u);
 		return MW_ENOMEM;
 	}
-	ret = io_uring_register_buffers_sparse(ring, nr_bufs);
+	ret = uring_bind(u);
+	if (!ret)
+		ret = u->sparse(ring, nr_bufs);
 	if (ret) {
 		mwu_log(MWU_LOG_WARN, "io_uring_register_buffers_sparse(%u): %d",
 			nr_bufs, ret);

@@ -1,26 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * verbs backend: one registration per region on the caller's PD.
- *
- * libibverbs is bound when a backend is made, not linked: most processes
- * that load libmmuwatch (every program under the hooks' LD_PRELOAD, MPI
- * ranks that only use shared memory) never register anything, and
- * libibverbs with its libnl dependencies costs each of them about 1 MiB of
- * resident memory at load. A caller with a PD has libibverbs loaded
- * already, so binding finds it: first in the global scope (which is what
- * the caller's own calls reach, interposers such as a registration counter
- * included), else by loading libibverbs.so.1 privately (a PD made by a
- * copy the application loaded with RTLD_LOCAL).
+ * libibverbs is bound when the backend is made, not linked (bind.c).
  */
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <infiniband/verbs.h>
 
 #include "rcache/internal.h"
-
-#define VERBS_SONAME "libibverbs.so.1"
 
 typedef struct ibv_mr *(*reg_iova2_fn)(struct ibv_pd *, void *, size_t,
 				       uint64_t, unsigned int);
@@ -35,51 +22,17 @@ struct verbs_ctx {
 	dereg_fn dereg;
 };
 
-/* The library verbs_bind() looks in: its test variant can name one that
- * does not exist, to show the failure path. */
-static const char *verbs_soname(void)
-{
-#ifdef MW_TESTING
-	const char *s = getenv("MMUWATCH_TEST_VERBS_SONAME");
-
-	if (s && *s)
-		return s;
-#endif
-	return VERBS_SONAME;
-}
-
-static int verbs_lookup(void *h, struct verbs_ctx *v)
-{
-	v->reg_iova2 =
-		(reg_iova2_fn)dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
-	v->reg = (reg_fn)dlvsym(h, "ibv_reg_mr", "IBVERBS_1.1");
-	v->dereg = (dereg_fn)dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
-	return v->reg && v->dereg;
-}
-
 static int verbs_bind(struct verbs_ctx *v)
 {
-	const char *so = verbs_soname();
-	void *h;
+	const struct mwr_sym syms[] = {
+		{ "ibv_reg_mr", "IBVERBS_1.1", (void **)&v->reg, 0 },
+		{ "ibv_dereg_mr", "IBVERBS_1.1", (void **)&v->dereg, 0 },
+		{ "ibv_reg_mr_iova2", "IBVERBS_1.8", (void **)&v->reg_iova2,
+		  1 },
+	};
 
-#ifdef MW_TESTING
-	if (!getenv("MMUWATCH_TEST_VERBS_SONAME"))
-#endif
-		if (verbs_lookup(RTLD_DEFAULT, v))
-			return 0;
-	/* never closed: registrations made through it may outlive the ops */
-	h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		mwu_log(MWU_LOG_ERR, "verbs backend: cannot load %s: %s", so,
-			dlerror());
-		return -ELIBACC;
-	}
-	if (!verbs_lookup(h, v)) {
-		mwu_log(MWU_LOG_ERR,
-			"verbs backend: %s lacks ibv_reg_mr/ibv_dereg_mr", so);
-		return -ELIBACC;
-	}
-	return 0;
+	return mwr_bind("libibverbs.so.1", "MMUWATCH_TEST_VERBS_SONAME", syms,
+			sizeof(syms) / sizeof(syms[0]));
 }
 
 /* What verbs.h's ibv_reg_mr() does for an access mask not known at

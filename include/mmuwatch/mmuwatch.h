@@ -246,7 +246,8 @@ struct io_uring;
  * reason logged, when none can be loaded). */
 MW_API int mw_verbs_ops(struct ibv_pd *pd, int access, struct mw_reg_ops *ops);
 /* Fixed buffers of ring: registers a sparse table of nr_bufs slots now
- * (io_uring_register_buffers_sparse) and fills one slot per region. */
+ * (io_uring_register_buffers_sparse) and fills one slot per region.
+ * liburing is bound as libibverbs is above (-ELIBACC). */
 MW_API int mw_uring_ops(struct io_uring *ring, unsigned nr_bufs,
 			struct mw_reg_ops *ops);
 MW_API void mw_reg_ops_destroy(struct mw_reg_ops *ops);

@@ -33,7 +33,7 @@ grep -q '^prefix=/usr$' "$D/usr/lib/pkgconfig/mmuwatch.pc" &&
 	! grep -q "$TOP" "$D/usr/lib/pkgconfig/mmuwatch.pc" &&
 	ok "mmuwatch.pc names /usr, not the build tree" ||
 	nok "mmuwatch.pc names /usr, not the build tree"
-# The system directories too: Requires.private names liburing.
+# The system directories too (what pkg-config itself needs).
 export PKG_CONFIG_SYSROOT_DIR=$D
 export PKG_CONFIG_LIBDIR=$D/usr/lib/pkgconfig:$(pkg-config --variable=pc_path pkg-config)
 unset PKG_CONFIG_PATH

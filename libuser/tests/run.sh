@@ -44,13 +44,16 @@ for src in $SOURCES; do
 	[ $src != hooks ] || [ -n "${MW_SAN:-}" ] ||
 		run "libuser.peer_kwords.hooks_misses_raw_munmap" \
 			$T/peer_kwords --expect-stale
-	# libibverbs is bound by the verbs backend, not at load (rcache/verbs.c)
-	run "libuser.verbs_bind.lazy.$src" $T/verbs_bind lazy
-	run "libuser.verbs_bind.missing.$src" env \
-		MMUWATCH_TEST_VERBS_SONAME=libmw-no-such-verbs.so.1 $T/verbs_bind missing
-	# negative control: libibverbs loaded from the start is seen
-	run "libuser.verbs_bind.control_preloaded.$src" sh -c \
-		'! LD_PRELOAD=libibverbs.so.1${LD_PRELOAD:+:$LD_PRELOAD} "$1" lazy' sh $T/verbs_bind
+	# libibverbs and liburing are bound by the backends, not at load
+	run "libuser.backend_bind.lazy.$src" $T/backend_bind lazy
+	run "libuser.backend_bind.missing.$src" env \
+		MMUWATCH_TEST_VERBS_SONAME=libmw-no-such-verbs.so.1 \
+		MMUWATCH_TEST_URING_SONAME=libmw-no-such-uring.so.2 \
+		$T/backend_bind missing
+	# negative control: the libraries loaded from the start are seen
+	run "libuser.backend_bind.control_preloaded.$src" sh -c \
+		'! LD_PRELOAD=libibverbs.so.1:liburing.so.2${LD_PRELOAD:+:$LD_PRELOAD} "$1" lazy' \
+		sh $T/backend_bind
 	# Statically linked, the hooks' malloc is the executable's own: not
 	# under ASan.
 	[ -n "${MW_SAN:-}" ] ||
