@@ -41,7 +41,8 @@ static unsigned mwh_out_hash(uintptr_t a)
 static void mwh_out_add(long delta)
 {
 	atomic_fetch_add_explicit(&mwh_g.outside, delta, memory_order_relaxed);
-	mwh_peak_update();
+	if (delta > 0) /* only growth can make a new peak */
+		mwh_peak_update();
 }
 
 /* Remove a's entry; its length, or 0 when a has none. */
@@ -83,17 +84,24 @@ static void mwh_out_put(uintptr_t a, size_t n)
 	/* full around here: not counted */
 }
 
+/* Take a's entry off the count; its length, or 0 when a has none. */
+static size_t mwh_out_drop(uintptr_t a)
+{
+	size_t len = mwh_out_take(a);
+
+	if (len)
+		mwh_out_add(-(long)len);
+	return len;
+}
+
 void mwh_outside_map(uintptr_t a, size_t n, int prot, int flags)
 {
 	const int skip = MAP_SHARED | MAP_STACK | MAP_GROWSDOWN | MAP_NORESERVE;
-	size_t old;
 
 	if (!mwh_arena.base || n < MW_OUT_MIN || !(prot & PROT_WRITE) ||
 	    !(flags & MAP_ANONYMOUS) || (flags & skip) || mw_owns((void *)a))
 		return;
-	old = mwh_out_take(a); /* MAP_FIXED over one of them */
-	if (old)
-		mwh_out_add(-(long)old);
+	mwh_out_drop(a); /* MAP_FIXED over one of them */
 	mwh_out_put(a, n);
 }
 
@@ -103,10 +111,7 @@ void mwh_outside_unmap(uintptr_t a, size_t n)
 
 	if (!mwh_arena.base)
 		return;
-	len = mwh_out_take(a);
-	if (!len)
-		return;
-	mwh_out_add(-(long)len);
+	len = mwh_out_drop(a);
 	if (len > n) /* its head only: the rest stays counted */
 		mwh_out_put(a + n, len - n);
 }
@@ -115,9 +120,9 @@ void mwh_outside_remap(uintptr_t old, size_t osz, uintptr_t na, size_t nsz)
 {
 	size_t len;
 
-	if (!mwh_arena.base || !(len = mwh_out_take(old)))
+	if (!mwh_arena.base)
 		return;
-	mwh_out_add(-(long)len);
-	if (len == osz) /* one we counted, moved or resized whole */
+	len = mwh_out_drop(old);
+	if (len && len == osz) /* one we counted, moved or resized whole */
 		mwh_out_put(na, nsz);
 }

@@ -478,6 +478,15 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 	return s;
 }
 
+/* A freed span, whatever it held (a small page's class 0 included):
+ * large, no heap's, never freed inline. */
+static void mwh_span_unowned(struct mw_page *s)
+{
+	s->kind = MW_KIND_LARGE;
+	s->heap = NULL;
+	s->lo = MW_LO_NEVER;
+}
+
 /* h: the calling thread's heap (may be NULL). */
 void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 {
@@ -486,9 +495,7 @@ void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release)
 
 	/* shared span: peers' descriptors of the block are void from here */
 	mwh_share_span_freed(mw_page_addr(s), len);
-	s->kind = MW_KIND_LARGE;
-	s->heap = NULL;
-	s->lo = MW_LO_NEVER;
+	mwh_span_unowned(s);
 	s->clean_from = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
 	if (!release && h && c < MW_NTCACHE && mwh_tc_push(h, c, s))
 		return; /* still "in use" for the retention limit */
@@ -537,9 +544,7 @@ int mwh_span_grow(struct mw_page *s, unsigned c)
 void mwh_span_put_moved(struct mw_page *s)
 {
 	mwh_account(-(long)(s->units * MW_UNIT));
-	s->kind = MW_KIND_LARGE;
-	s->heap = NULL;
-	s->lo = MW_LO_NEVER;
+	mwh_span_unowned(s);
 	s->state = MW_SPAN_COLD;
 	s->clean_from = 0;
 	mwh_glock();

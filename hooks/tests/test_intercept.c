@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "hooks/hooks.h"
+#include "hooks/tests/check.h"
 #include "hooks/tests/mwtest.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -46,22 +47,13 @@ extern void __libc_free(void *);
 
 static struct mwtest_state *st;
 static int (*owns)(const void *);
-static int via_libc, no_entry, failures;
+static int via_libc, no_entry;
 /* under valgrind, valgrind's malloc replaces ours and glibc's everywhere:
  * only the release interception is checked (allocator: test_alloc + ASan) */
 static int valgrind;
 /* our allocator is not the one in use (MMUWATCH_HOOKS_ALLOCATOR=0) */
 static int no_alloc;
 static const long PG = 4096;
-
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			printf("not ok: " __VA_ARGS__);                       \
-			printf("  (%s:%d)\n", __FILE__, __LINE__);            \
-			failures++;                                           \
-		}                                                             \
-	} while (0)
 
 static unsigned long mark(void)
 {

@@ -32,10 +32,10 @@ $(T)/test_alloc_asan $(T)/test_alloc_mem_asan: $(T)/%_asan: tests/%.c $(ALLOC_SR
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
 		-o $@ $< $(ALLOC_SRC)
 
-$(T)/test_intercept: tests/test_intercept.c tests/mwtest.h | $(T)
+$(T)/test_intercept: tests/test_intercept.c tests/mwtest.h tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
 # "Linked" install mode: libc comes before the hooks in symbol order.
-$(T)/test_intercept_linked: tests/test_intercept.c $(PRELOAD) | $(T)
+$(T)/test_intercept_linked: tests/test_intercept.c tests/check.h $(PRELOAD) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -Wl,--no-as-needed -lc -L$(TESTBIN) \
 		-l:libmw_hooks_preload.so -Wl,-rpath,$(TESTBIN) -ldl
 $(T)/test_dlctor: tests/test_dlctor.c $(PRELOAD) | $(T)
