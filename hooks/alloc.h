@@ -35,7 +35,7 @@
 #define MW_UNIT	      ((size_t)1 << MW_UNIT_SHIFT)
 #define MW_HDR	      128 /* offset (and least alignment) of a large block */
 #define MW_META	      128 /* bytes per metadata entry */
-#define MW_NSMALL     64  /* small size classes */
+#define MW_NSMALL     54  /* small size classes */
 #define MW_SMALL_MAX  32768
 #define MW_NLARGE     240 /* large classes (in units) */
 #define MW_NTCACHE    24  /* large classes cached per thread */
@@ -68,6 +68,7 @@ struct mw_page {
 	uint8_t full;		     /* small: exhausted, not on avail list */
 	uint8_t has_aligned;	     /* small: some block returned offset */
 	uint8_t state;		     /* large: enum mw_span_state */
+	uint8_t roomy;		     /* large: given to a growing realloc */
 	uint32_t clean_from;	     /* large: offset from which data is 0 */
 	size_t units;		     /* span length in units */
 	struct mw_page *next, *prev; /* heap avail list or bin list */
@@ -137,11 +138,15 @@ static inline uintptr_t mw_page_addr(const struct mw_page *pg)
 	       ((uintptr_t)(pg - mwh_arena.meta) << MW_UNIT_SHIFT);
 }
 
-/* 16-byte steps to 128, four classes per power of two to 512, then eight
- * to 32 KiB (at most 12.5 % rounding where blocks are big enough for it to
- * show in RSS). Blocks of 8 .. 32 KiB share 64 KiB pages rather than taking
- * a unit each: pages are threaded lazily, so a block touches only its own
- * memory. */
+/* 16-byte steps to 128, four classes per power of two to 512, eight to
+ * 4 KiB, then one class per number of blocks a 64 KiB page holds: 15 down
+ * to 2, each as big as that count allows (MW_UNIT / k, 16-aligned). Above
+ * 4 KiB the bytes between a page's last block and its end share an OS page
+ * with that block, so they are resident: sqlite's 4368-byte page-cache
+ * entries fit 14 to a page in a 4608-byte class and 15 in 4368 (its peak
+ * RSS 13.2 -> 12.8 MB, glibc 12.3). Blocks up to 32 KiB share pages rather
+ * than taking a unit each: pages are threaded lazily, so a block touches
+ * only its own memory. */
 static inline unsigned mw_small_class(size_t n)
 {
 	unsigned bit;
@@ -152,7 +157,12 @@ static inline unsigned mw_small_class(size_t n)
 	if (n <= 512)
 		return 8 + (bit - 7) * 4 +
 		       (unsigned)(((n - 1) >> (bit - 2)) & 3);
-	return 16 + (bit - 9) * 8 + (unsigned)(((n - 1) >> (bit - 3)) & 7);
+	if (n <= 4096)
+		return 16 + (bit - 9) * 8 +
+		       (unsigned)(((n - 1) >> (bit - 3)) & 7);
+	/* the most blocks of at least n (16-aligned) a page holds */
+	return MW_NSMALL - 1 -
+	       ((uint32_t)MW_UNIT / (uint32_t)((n + 15) & ~(size_t)15) - 2);
 }
 
 static inline size_t mw_small_size(unsigned c)
@@ -167,6 +177,8 @@ static inline size_t mw_small_size(unsigned c)
 		return ((size_t)1 << bit) +
 		       (size_t)(k % 4 + 1) * ((size_t)1 << (bit - 2));
 	}
+	if (c >= 40)
+		return (MW_UNIT / (MW_NSMALL + 1 - c)) & ~(size_t)15;
 	k = c - 16;
 	bit = 9 + k / 8;
 	return ((size_t)1 << bit) +

@@ -110,6 +110,8 @@ static inline void mwh_bin_push(struct mw_page **bin, struct mw_page *s)
 
 /* alloc_span.c */
 MWH_HIDDEN int mwh_reserve(void);
+MWH_HIDDEN struct mw_page *mwh_span_get_retained(unsigned c, unsigned last);
+MWH_HIDDEN void mwh_trim_to_limit(void);
 MWH_HIDDEN unsigned mwh_large_class(size_t units);
 MWH_HIDDEN size_t mwh_large_units(unsigned c);
 MWH_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);

@@ -94,6 +94,16 @@ static size_t mwh_out_drop(uintptr_t a)
 	return len;
 }
 
+/* The program's memory grew: retained spans must not stay on top of it
+ * until our next free (python json: 5 MiB retained at its peak RSS once
+ * growing reallocs reused retained spans instead of fresh memory). Not
+ * from inside the allocator (a signal handler's mmap). */
+static void mwh_out_trim(void)
+{
+	if (!mwh_locks_held)
+		mwh_trim_to_limit();
+}
+
 void mwh_outside_map(uintptr_t a, size_t n, int prot, int flags)
 {
 	const int skip = MAP_SHARED | MAP_STACK | MAP_GROWSDOWN | MAP_NORESERVE;
@@ -103,6 +113,7 @@ void mwh_outside_map(uintptr_t a, size_t n, int prot, int flags)
 		return;
 	mwh_out_drop(a); /* MAP_FIXED over one of them */
 	mwh_out_put(a, n);
+	mwh_out_trim();
 }
 
 void mwh_outside_unmap(uintptr_t a, size_t n)
@@ -123,6 +134,9 @@ void mwh_outside_remap(uintptr_t old, size_t osz, uintptr_t na, size_t nsz)
 	if (!mwh_arena.base)
 		return;
 	len = mwh_out_drop(old);
-	if (len && len == osz) /* one we counted, moved or resized whole */
+	if (len && len == osz) { /* one we counted, moved or resized whole */
 		mwh_out_put(na, nsz);
+		if (nsz > osz)
+			mwh_out_trim();
+	}
 }

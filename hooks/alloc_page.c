@@ -174,6 +174,59 @@ static void mwh_remote_drain(struct mw_heap *h)
 }
 
 /*
+ * Lending (heap's lock held). A class of blocks over MW_LEND_MIN bytes
+ * whose current page has no free block takes a free block of a bigger
+ * class, at most MW_LEND_PCT % bigger, before it touches fresh memory:
+ * from this thread's stack of that class, else from its current or first
+ * available page. Each such class holds few blocks per page, and without
+ * lending each kept its own high-water mark of touched memory: glibc
+ * reuses a freed chunk for any smaller size, we did not (git log -p on
+ * this repository: peak RSS 14.8 MB, 13.9 with lending, glibc 11.8).
+ * A lent block stays its page's block: freeing it needs nothing new.
+ */
+#ifndef MW_LEND_PCT
+#define MW_LEND_PCT 50
+#endif
+#define MW_LEND_MIN 1024
+
+static void *mwh_small_lend(struct mw_heap *h, unsigned c)
+{
+	size_t most = mw_small_size(c) * (100 + MW_LEND_PCT) / 100;
+	unsigned k, end;
+	struct mw_page *pg;
+	void *b;
+
+	for (end = c + 1; end < MW_NSMALL && mw_small_size(end) <= most; end++)
+		;
+	for (k = c + 1; k < end; k++) {
+		uint32_t n = h->stn[k];
+
+		if (n) { /* count first, as the inline malloc does */
+			__atomic_store_n(&h->stn[k], n - 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return h->stk[k][n - 1];
+		}
+	}
+	for (k = c + 1; k < end; k++) {
+		pg = h->cur[k]->free ? h->cur[k] : h->avail[k];
+		if (!pg || !pg->free)
+			continue;
+		b = pg->free;
+		pg->free = *(void **)b;
+		pg->used++;
+		/* an available page with nothing left to hand out is full */
+		if (!pg->free && pg != h->cur[k] &&
+		    pg->clean_from >= pg->capacity) {
+			mwh_bin_unlink(&h->avail[k], pg);
+			pg->full = 1;
+			mwh_page_set_lo(pg);
+		}
+		return b;
+	}
+	return NULL;
+}
+
+/*
  * With the heap's lock held. A new page, when one is needed, is *spare
  * (taken over, *spare set to NULL); without one, NULL is returned with the
  * class left on the empty page, and the caller gets a span outside the lock
@@ -189,6 +242,9 @@ void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
 	if (atomic_load_explicit(&h->remote, memory_order_relaxed))
 		mwh_remote_drain(h);
 	pg = h->cur[c];
+	if (!pg->free && mw_small_size(c) > MW_LEND_MIN &&
+	    (b = mwh_small_lend(h, c)) != NULL)
+		return b;
 	if (!pg->free && (pg == &mwh_empty_page || !mwh_page_extend(pg))) {
 		if (pg != &mwh_empty_page) { /* every block handed out */
 			pg->full = 1;

@@ -320,7 +320,7 @@ static int mwh_release_list(struct mw_page *list)
 	return n;
 }
 
-static void mwh_trim_to_limit(void)
+void mwh_trim_to_limit(void)
 {
 	struct mw_page *list;
 	size_t limit = mwh_retain_limit();
@@ -427,26 +427,74 @@ void mwh_tcache_flush(struct mw_heap *h)
  * push retained ones out. Small pages (class 0) take exactly one unit.
  */
 #define MW_FIT 2
+
+/* With g.lock: the smallest retained span of class c .. last, off the bins
+ * (*c set to its class), or NULL. */
+static struct mw_page *mwh_hot_take(unsigned *c, unsigned last)
+{
+	struct mw_page *s;
+	unsigned k;
+
+	for (k = *c; k <= last && k < MW_NLARGE && !g.hot[k]; k++)
+		;
+	if (k > last || k >= MW_NLARGE)
+		return NULL;
+	s = g.hot[k];
+	mwh_bin_unlink(&g.hot[k], s);
+	mwh_lru_unlink(s);
+	g.retained -= mwh_large_units(k) * MW_UNIT;
+	*c = k;
+	return s;
+}
+
+/* Span s of class c handed out; counted unless it comes from the thread's
+ * cache (still in use), the rest trimmed if its pages are new. */
+static void mwh_span_inuse(struct mw_page *s, unsigned c, int cached, int fresh)
+{
+	size_t units = mwh_large_units(c);
+
+	s->units = units;
+	s->cls = (uint8_t)c;
+	s->kind = MW_KIND_LARGE;
+	s->state = MW_SPAN_INUSE;
+	s->roomy = 0;
+	s->heap = NULL;
+	s->lo = MW_LO_NEVER;
+	s->next = s->prev = NULL;
+	s->lru_next = s->lru_prev = NULL;
+	if (!cached)
+		mwh_account((long)(units * MW_UNIT));
+	if (fresh) /* new physical pages: in use + retained grows */
+		mwh_trim_to_limit();
+}
+
+/* A retained span of class c .. last (resident pages, nothing fresh), or
+ * NULL. Not for the shareable heap (a span reused there waits for peers). */
+struct mw_page *mwh_span_get_retained(unsigned c, unsigned last)
+{
+	struct mw_page *s;
+
+	if (mwh_share_on())
+		return NULL;
+	mwh_glock();
+	s = mwh_hot_take(&c, last);
+	mwh_gunlock();
+	if (s)
+		mwh_span_inuse(s, c, 0, 0);
+	return s;
+}
+
 struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 {
 	struct mw_page *s = NULL;
-	size_t units;
 	int fresh = 0, cached = 0;
-	unsigned k, last = c ? c + MW_FIT : c;
 
 	if (h && c < MW_NTCACHE)
 		cached = (s = mwh_tc_pop(h, c)) != NULL;
 	if (!s) {
 		mwh_glock();
-		for (k = c; k <= last && k < MW_NLARGE && !g.hot[k]; k++)
-			;
-		if (k <= last && k < MW_NLARGE) {
-			s = g.hot[k];
-			mwh_bin_unlink(&g.hot[k], s);
-			mwh_lru_unlink(s);
-			g.retained -= mwh_large_units(k) * MW_UNIT;
-			c = k;
-		} else if ((s = g.cold[c]) != NULL) {
+		s = mwh_hot_take(&c, c ? c + MW_FIT : c);
+		if (!s && (s = g.cold[c]) != NULL) {
 			mwh_bin_unlink(&g.cold[c], s);
 			fresh = 1;
 		}
@@ -458,22 +506,10 @@ struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c)
 			fresh = 1;
 		}
 	}
-	units = mwh_large_units(c);
-	s->units = units;
-	s->cls = (uint8_t)c;
-	s->kind = MW_KIND_LARGE;
-	s->state = MW_SPAN_INUSE;
-	s->heap = NULL;
-	s->lo = MW_LO_NEVER;
-	s->next = s->prev = NULL;
-	s->lru_next = s->lru_prev = NULL;
-	if (!cached) /* a cached span still counts as in use */
-		mwh_account((long)(units * MW_UNIT));
-	if (fresh) /* new physical pages: in use + retained grows */
-		mwh_trim_to_limit();
+	mwh_span_inuse(s, c, cached, fresh);
 	/* shared span: no peer copy of its last block still in flight; one
 	 * a peer never left is quarantined: it stays "in use", unused */
-	if (mwh_share_span_reused(mw_page_addr(s), units * MW_UNIT) != 0)
+	if (mwh_share_span_reused(mw_page_addr(s), s->units * MW_UNIT) != 0)
 		return mwh_span_get(h, c);
 	return s;
 }

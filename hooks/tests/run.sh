@@ -51,9 +51,11 @@ control "matrix with one expected cell flipped" $T/test_matrix --mutate
 run "allocator internals" $T/test_alloc
 run "allocator internals under ASan+UBSan" $T/test_alloc_asan
 control "allocator without release callback" env MWTEST_NO_CB=1 $T/test_alloc
-run "allocator memory use: own mappings and retention, realloc growth, calloc population" \
+run "allocator memory use: own mappings and retention, realloc growth, calloc population, page fit, lending" \
 	$T/test_alloc_mem
 run "allocator memory use under ASan+UBSan" $T/test_alloc_mem_asan
+control "allocator memory use: no lending across classes" $T/test_alloc_mem_plain lend
+control "allocator memory use: no growing into a retained span" $T/test_alloc_mem_plain room
 # the scalable allocator's promises (test_alloc_scale.c), each with its control
 run "allocator: no syscall under the lock, RSS bound, churn, cross-thread, lazy pages, family" \
 	$T/test_alloc_scale

@@ -3,9 +3,11 @@
  * How the allocator uses memory, its internals linked directly (as
  * test_alloc.c; the peer suite runs it again with the shareable heap):
  * the program's own mappings counted for retention, a large block growing
- * in place at the arena's end or moving its pages, and fresh callocs
- * populated at once. The order in main() matters: each test needs memory
- * that nothing before it used.
+ * in place at the arena's end or moving its pages, fresh callocs
+ * populated at once, classes that fit pages, medium blocks lent across
+ * classes and reallocs growing into a retained span. With an argument,
+ * one section only ("lend", "room": for the control builds). The order in
+ * main() matters: each test needs memory that nothing before it used.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "hooks/alloc.h"
 #include "hooks/alloc_int.h"
@@ -113,13 +116,16 @@ static void test_outside(void)
 			MAP_PRIVATE | MAP_ANONYMOUS);
 	mw_alloc_get_stats(&st);
 	CHECK(st.outside == st0.outside + 20 * mib, "20 MiB counted\n");
-	mw_free(z);
-	mw_alloc_get_stats(&st);
-	/* z's own span may stay: the peak, made with it in use, has room */
-	CHECK(st.releases >= st0.releases + 2 && st.retained_bytes <= 3 * mib,
+	/* at the mapping itself, not at our next free */
+	CHECK(st.releases >= st0.releases + 2 && st.retained_bytes <= mib,
 	      "with 20 MiB mapped outside, x's and y's spans go (%lu releases, "
 	      "%lu KiB retained)\n",
 	      st.releases - st0.releases, st.retained_bytes >> 10);
+	mw_free(z);
+	mw_alloc_get_stats(&st);
+	/* z's own span may stay: the peak, made with it in use, has room */
+	CHECK(st.retained_bytes <= 3 * mib, "then z freed: %lu KiB retained\n",
+	      st.retained_bytes >> 10);
 	mwh_outside_unmap(o + 4 * mib, mib); /* not a start: stays counted */
 	mw_alloc_get_stats(&st0);
 	mwh_outside_unmap(o, 2 * mib); /* its head */
@@ -268,13 +274,197 @@ static void test_realloc_in_place(void)
 	       "otherwise; two threads growing at once keep every byte\n");
 }
 
-int main(void)
+/* Run f on a thread of its own: a heap with empty stacks and no pages. */
+static void on_new_thread(void *(*f)(void *))
 {
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, f, NULL) == 0, "pthread_create\n");
+	pthread_join(t, NULL);
+}
+
+static int among(void *p, void *const *set, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (set[i] == p)
+			return 1;
+	return 0;
+}
+
+/* Above 4 KiB a class is as big as the number of blocks a 64 KiB page
+ * holds allows: every size gets the most blocks per page any class could
+ * give it, and sqlite's 4368-byte page-cache entries fit 15 to a page. */
+static void *page_fit_worker(void *arg)
+{
+	unsigned char *b[150];
+	uintptr_t unit[150];
+	unsigned i, j, units = 0, bad = 0;
+
+	(void)arg;
+	for (size_t n = 4097; n <= MW_SMALL_MAX; n++) {
+		size_t bs = mw_small_size(mw_small_class(n));
+
+		if (bs < n ||
+		    MW_UNIT / bs != MW_UNIT / ((n + 15) & ~(size_t)15))
+			bad++;
+	}
+	CHECK(bad == 0, "%u sizes get fewer blocks per page than they fit\n",
+	      bad);
+	for (i = 0; i < 150; i++) {
+		b[i] = mw_malloc(4368);
+		CHECK(b[i] && mw_malloc_usable_size(b[i]) == 4368,
+		      "malloc(4368): a 4368-byte block\n");
+		if (!b[i])
+			return NULL;
+		memset(b[i], 3, 4368);
+		unit[i] = (uintptr_t)b[i] >> MW_UNIT_SHIFT;
+		for (j = 0; j < i && unit[j] != unit[i]; j++)
+			;
+		units += j == i;
+	}
+	CHECK(units == 10, "150 blocks of 4368 bytes on %u pages, not 10\n",
+	      units);
+	for (i = 0; i < 150; i++)
+		mw_free(b[i]);
+	printf("ok: classes above 4 KiB fit the most blocks per page\n");
+	return NULL;
+}
+
+/* A class of blocks over 1 KiB with nothing free takes a freed block of a
+ * class at most half as big again before touching fresh memory
+ * (alloc_page.c), never one bigger than that. The control build lends
+ * nothing (MW_LEND_PCT=0): the first check fails. */
+static void *lend_worker(void *arg)
+{
+	void *mid[40], *big[20], *got[20];
+	unsigned i, lent = 0, wsize = 0, toobig = 0;
+
+	(void)arg;
+	for (i = 0; i < 40; i++) { /* class 6544: 1.4 x 4672 */
+		mid[i] = mw_malloc(6000);
+		if (mid[i])
+			memset(mid[i], 1, 6000);
+	}
+	for (i = 0; i < 20; i++) { /* class 8192: 1.75 x 4672 */
+		big[i] = mw_malloc(7500);
+		if (big[i])
+			memset(big[i], 2, 7500);
+	}
+	for (i = 1; i < 40; i += 2) /* pages kept half in use */
+		mw_free(mid[i]);
+	for (i = 1; i < 20; i += 2)
+		mw_free(big[i]);
+	for (i = 0; i < 20; i++) {
+		got[i] = mw_malloc(4500);
+		if (among(got[i], mid, 40)) {
+			lent++;
+			wsize += mw_malloc_usable_size(got[i]) != 6544;
+		}
+		toobig += among(got[i], big, 20);
+	}
+	CHECK(lent == 20,
+	      "%u of 20 blocks of 4500 bytes were freed 6000-byte "
+	      "ones (lent), 20 expected\n",
+	      lent);
+	CHECK(wsize == 0 && toobig == 0,
+	      "lent blocks: %u of a wrong size, %u from a class too big\n",
+	      wsize, toobig);
+	for (i = 0; i < 20; i++)
+		mw_free(got[i]);
+	for (i = 0; i < 40; i += 2)
+		mw_free(mid[i]);
+	for (i = 0; i < 20; i += 2)
+		mw_free(big[i]);
+	printf("ok: 20 of 20 medium blocks lent by a class less than half "
+	       "bigger, none by a bigger one\n");
+	return NULL;
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* A realloc leaving a small block takes a retained span of up to 32 times
+ * its need (alloc_posix.c): its pages are resident, so growing on in it
+ * makes no copy and no page fault; a shrink below 1/32 of it moves. The
+ * control build (MW_ROOM=1) takes none: the first check fails. */
+static void test_realloc_room(void)
+{
+	size_t n = 15 * MW_UNIT - 256, k;
+	unsigned char *big, *b, *q;
+	long faults;
+	int stayed = 1;
+
+	if (mwh_share_on()) { /* shareable heap: reused spans wait for peers */
+		printf("ok: growing into room: not with the shareable heap\n");
+		return;
+	}
+	mw_malloc_trim(0); /* nothing retained but the span below */
+	big = mw_malloc(n);
+	CHECK(big != NULL, "malloc\n");
+	if (!big)
+		return;
+	memset(big, 7, n); /* resident */
+	mw_free(big);
+	b = mw_malloc(30000);
+	CHECK(b != NULL, "malloc\n");
+	if (!b)
+		return;
+	fill(b, 30000, 9);
+	q = mw_realloc(b, 40000);
+	CHECK(q == big,
+	      "realloc out of a small block took the retained span "
+	      "15 times its need (%p, span at %p)\n",
+	      (void *)q, (void *)big);
+	CHECK(q && same(q, 30000, 9), "bytes kept\n");
+	if (q != big) {
+		mw_free(q);
+		return;
+	}
+	faults = minor_faults();
+	for (k = 40000; k < n; k += k / 8) {
+		q = mw_realloc(q, k);
+		stayed &= q == big;
+		if (q != big)
+			break;
+		memset(q + 30000, 1, k - 30000);
+	}
+	faults = minor_faults() - faults;
+	CHECK(stayed, "growing to 900 KiB stayed in the span\n");
+	CHECK(faults < 32, "%ld page faults growing into resident pages\n",
+	      faults);
+	fill(big, 25000, 11);
+	q = mw_realloc(big, 25000);
+	CHECK(q && q != big && same(q, 25000, 11),
+	      "a shrink below 1/32 of the span moved, bytes kept\n");
+	mw_free(q ? q : big);
+	printf("ok: realloc grows into a retained span: no copy, %ld faults; "
+	       "a deep shrink moves\n",
+	       faults);
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+
 	setvbuf(stdout, NULL, _IONBF, 0);
-	test_outside();		 /* first: the peak must be its own */
-	test_realloc_in_place(); /* its block must be the arena's last */
-	test_calloc_populate();
-	test_realloc_move();
+	if (only && !strcmp(only, "lend")) { /* the controls' sections */
+		on_new_thread(lend_worker);
+	} else if (only && !strcmp(only, "room")) {
+		test_realloc_room();
+	} else {
+		test_outside();		 /* first: the peak must be its own */
+		test_realloc_in_place(); /* the arena's last block */
+		test_calloc_populate();
+		test_realloc_move();
+		on_new_thread(page_fit_worker);
+		on_new_thread(lend_worker);
+		test_realloc_room();
+	}
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

@@ -27,6 +27,12 @@ ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_
 $(T)/test_alloc $(T)/test_alloc_mem: $(T)/%: tests/%.c $(ALLOC_SRC) $(wildcard *.h) \
 		tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
+# control: no lending across classes, no growing into a retained span
+TESTS += $(T)/test_alloc_mem_plain
+$(T)/test_alloc_mem_plain: tests/test_alloc_mem.c $(ALLOC_SRC) $(wildcard *.h) \
+		tests/check.h | $(T)
+	$(CC) $(TCFLAGS) -DMW_LEND_PCT=0 -DMW_ROOM=1 -fno-builtin-malloc \
+		-fno-builtin-free -o $@ $< $(ALLOC_SRC)
 $(T)/test_alloc_asan $(T)/test_alloc_mem_asan: $(T)/%_asan: tests/%.c $(ALLOC_SRC) \
 		$(wildcard *.h) tests/check.h | $(T)
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \
