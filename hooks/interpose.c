@@ -69,11 +69,23 @@ static inline int mw_ours(void)
 
 /* ---- allocator ------------------------------------------------------- */
 
-MWH_EXPORT void *malloc(size_t n)
+/* malloc's first call in a thread, and every call inside dlopen or before
+ * the decision: out of line, so that the fast path below has no stack
+ * frame and no load of the mode. */
+static __attribute__((noinline)) void *mw_malloc_decide(size_t n)
 {
 	if (mw_ours())
 		return mw_malloc_inline(n);
 	return __libc_malloc(n);
+}
+
+/* A thread with a heap chose ours: the mode is decided once, before any
+ * heap exists, and never changes. */
+MWH_EXPORT void *malloc(size_t n)
+{
+	if (__builtin_expect(mw_tls_heap != NULL && !mw_dl_depth, 1))
+		return mw_malloc_inline(n);
+	return mw_malloc_decide(n);
 }
 
 MWH_EXPORT void free(void *p)
