@@ -188,6 +188,27 @@ static inline size_t mw_small_size(unsigned c)
 MWH_HIDDEN void *mw_malloc_slow(size_t n);
 MWH_HIDDEN void mw_free_slow(void *p, struct mw_page *pg);
 
+/* The two ways a small block is handed out (the inline malloc, the slow
+ * path, lending in alloc_page.c). Off the calling thread's stack of class
+ * c, which holds k > 0: the count first, so a fork child sees the block
+ * gone. */
+static inline void *mw_stk_take(struct mw_heap *h, unsigned c, uint32_t k)
+{
+	__atomic_store_n(&h->stn[c], k - 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return h->stk[c][k - 1];
+}
+
+/* Off page pg's free list, which is not empty. */
+static inline void *mw_page_take(struct mw_page *pg)
+{
+	void *b = pg->free;
+
+	pg->free = *(void **)b;
+	pg->used++;
+	return b;
+}
+
 /* Fast paths, inlined into the interposed symbols. */
 static inline void *mw_malloc_inline(size_t n)
 {
@@ -197,21 +218,12 @@ static inline void *mw_malloc_inline(size_t n)
 		unsigned c = mw_small_class(n);
 		uint32_t k = h->stn[c];
 		struct mw_page *pg;
-		void *b;
 
-		if (__builtin_expect(k != 0, 1)) {
-			/* count first: a fork child sees the block gone */
-			__atomic_store_n(&h->stn[c], k - 1, __ATOMIC_RELAXED);
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			return h->stk[c][k - 1];
-		}
+		if (__builtin_expect(k != 0, 1))
+			return mw_stk_take(h, c, k);
 		pg = h->cur[c];
-		b = pg->free;
-		if (__builtin_expect(b != NULL, 1)) {
-			pg->free = *(void **)b;
-			pg->used++;
-			return b;
-		}
+		if (__builtin_expect(pg->free != NULL, 1))
+			return mw_page_take(pg);
 	}
 	return mw_malloc_slow(n);
 }

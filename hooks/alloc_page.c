@@ -201,19 +201,14 @@ static void *mwh_small_lend(struct mw_heap *h, unsigned c)
 	for (k = c + 1; k < end; k++) {
 		uint32_t n = h->stn[k];
 
-		if (n) { /* count first, as the inline malloc does */
-			__atomic_store_n(&h->stn[k], n - 1, __ATOMIC_RELAXED);
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			return h->stk[k][n - 1];
-		}
+		if (n)
+			return mw_stk_take(h, k, n);
 	}
 	for (k = c + 1; k < end; k++) {
 		pg = h->cur[k]->free ? h->cur[k] : h->avail[k];
 		if (!pg || !pg->free)
 			continue;
-		b = pg->free;
-		pg->free = *(void **)b;
-		pg->used++;
+		b = mw_page_take(pg);
 		/* an available page with nothing left to hand out is full */
 		if (!pg->free && pg != h->cur[k] &&
 		    pg->clean_from >= pg->capacity) {
@@ -265,8 +260,5 @@ void *mwh_small_alloc_slow(struct mw_heap *h, unsigned c,
 		if (!pg->free)
 			mwh_page_extend(pg);
 	}
-	b = pg->free;
-	pg->free = *(void **)b;
-	pg->used++;
-	return b;
+	return mw_page_take(pg);
 }
