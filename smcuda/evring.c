@@ -19,12 +19,7 @@
 #include <stdlib.h>
 #include "smc_internal.h"
 
-static mw_ring_done_fn ring_done;	/* set at load, read-only after */
-
-void mw_ring_on_complete(mw_ring_done_fn fn)
-{
-	ring_done = fn;
-}
+mw_ring_done_fn mw_ring_done; /* set at load, read-only after */
 
 /*
  * The head's copy is over (err 0) or failed (-EIO): the entry leaves the
@@ -40,7 +35,7 @@ static void complete_head(struct mw_smc *c, int err)
 	e->req = NULL;
 	c->ring_head = (c->ring_head + 1) % c->ring_size;
 	c->ring_count--;
-	ring_done(c, &done, err);
+	mw_ring_done(c, &done, err);
 }
 
 int mw_ring_poll(struct mw_smc *c, bool block_head)

@@ -385,7 +385,13 @@ typedef void (*mw_ring_done_fn)(struct mw_smc *c, const struct ring_ent *e,
  * channel): xfer.c's IPC copies are the ring's only consumer. Process-wide
  * rather than per entry or per channel: struct mw_smc and struct ring_ent
  * keep their layout (the library's ABI baseline records it). */
-SMC_HIDDEN void mw_ring_on_complete(mw_ring_done_fn fn);
+SMC_HIDDEN extern mw_ring_done_fn mw_ring_done;
+/* Inline: the registering constructor runs in every process, and a call
+ * into evring.c would fault its text page in for nothing. */
+static inline void mw_ring_on_complete(mw_ring_done_fn fn)
+{
+	mw_ring_done = fn;
+}
 SMC_HIDDEN int mw_ring_push(struct mw_smc *c, struct ring_ent *e);
 SMC_HIDDEN int mw_ring_poll(struct mw_smc *c, bool block_head);
 SMC_HIDDEN void mw_ring_drain(struct mw_smc *c);

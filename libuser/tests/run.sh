@@ -59,6 +59,14 @@ for src in $SOURCES; do
 	[ -n "${MW_SAN:-}" ] ||
 		run "libuser.core_static.$src" $T/core_static init_ctor init_threads fork_inflight
 done
+# The library's layout: a program under the hooks keeps the cold segments
+# out of its RSS; the control is the same library in one text segment.
+# Not in sanitizer builds (their runtimes and our instrumented code differ).
+if [ -z "${MW_SAN:-}" ]; then
+	run "libuser.layout.cold_untouched" env -u MMUWATCH_SOURCE $T/layout
+	run "libuser.layout.control_one_text_segment" env -u MMUWATCH_SOURCE \
+		sh -c '! LD_LIBRARY_PATH=$1 "$2"' sh "$T/nolayout" "$T/layout"
+fi
 if [ "${MW_SAN:-}" = asan ]; then
 	# Another interposer in front of ours (issue 19): ASan intercepts
 	# mmap/munmap/... first and calls the next definition, ours, which
