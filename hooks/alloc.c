@@ -62,6 +62,7 @@ void *mwh_large_alloc(struct mw_heap *h, size_t n, size_t align, int zero)
 		errno = ENOMEM;
 		return NULL;
 	}
+	mwh_span_thp(s);
 	addr = mw_page_addr(s);
 	if (align < MW_UNIT) {
 		p = addr + align;

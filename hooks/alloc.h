@@ -69,6 +69,7 @@ struct mw_page {
 	uint8_t has_aligned;	     /* small: some block returned offset */
 	uint8_t state;		     /* large: enum mw_span_state */
 	uint8_t roomy;		     /* large: given to a growing realloc */
+	uint8_t thp;		     /* large: MADV_HUGEPAGE given */
 	uint32_t clean_from;	     /* large: offset from which data is 0 */
 	size_t units;		     /* span length in units */
 	struct mw_page *next, *prev; /* heap avail list or bin list */
@@ -298,6 +299,7 @@ struct mw_alloc_stats {
 	unsigned long peak_large;    /* the most ever in use at once */
 	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
 	unsigned long outside;	     /* the program's own mappings counted */
+	unsigned long thp_spans;     /* spans given huge-page advice */
 };
 MWH_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

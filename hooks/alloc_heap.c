@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "hooks/alloc_int.h"
+#include "hooks/internal.h"
 #include "hooks/share.h"
 
 #define g mwh_g
@@ -54,8 +55,12 @@ int mwh_global_init(void)
 				       mwh_atfork_child);
 		atomic_store_explicit(&g.init, ok ? 2 : 3,
 				      memory_order_release);
-		if (ok)
+		if (ok) {
+			const char *t = mw_env("MMUWATCH_HOOKS_ALLOCATOR_THP");
+
+			g.thp = t && mw_lp_parse(t) == MW_LP_YES;
 			mwh_share_env_init(); /* MMUWATCH_SHAREABLE_HEAP */
+		}
 		return ok ? 0 : -1;
 	}
 	while ((s = atomic_load_explicit(&g.init, memory_order_acquire)) == 1)

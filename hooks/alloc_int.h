@@ -78,6 +78,8 @@ struct mwh_global {
 	/* the program's own anonymous mappings (alloc_outside.c), and the
 	 * peak of inuse + outside: what the retention limit looks at */
 	atomic_long outside, peak_all;
+	int thp;	       /* huge pages for big spans (mwh_span_thp) */
+	atomic_uint thp_spans; /* spans advised so far */
 };
 MWH_HIDDEN extern struct mwh_global mwh_g;
 MWH_HIDDEN extern struct mw_page mwh_empty_page;
@@ -118,6 +120,7 @@ MWH_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);
 MWH_HIDDEN void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release);
 MWH_HIDDEN void mwh_span_put_moved(struct mw_page *s);
 MWH_HIDDEN int mwh_span_grow(struct mw_page *s, unsigned c);
+MWH_HIDDEN void mwh_span_thp(struct mw_page *s);
 MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
 MWH_HIDDEN size_t mwh_retain_limit(void);
 MWH_HIDDEN void mwh_peak_update(void);

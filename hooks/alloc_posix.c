@@ -185,7 +185,11 @@ void *mw_realloc(void *p, size_t n)
 		memcpy(q, p, n < have ? n : have);
 		mw_free(p);
 	} else if (moved == 0) {
+		struct mw_page *qs = mwh_large_span(mw_page_of(q));
+
 		mwh_span_put_moved(mwh_large_span(mw_page_of(p)));
+		qs->thp = 0; /* the pages moved in came with their own advice */
+		mwh_span_thp(qs);
 	}
 	return q;
 }
@@ -330,4 +334,5 @@ void mw_alloc_get_stats(struct mw_alloc_stats *st)
 	st->peak_large = (unsigned long)atomic_load(&mwh_g.peak);
 	st->lock_syscalls = atomic_load(&mwh_g.lock_syscalls);
 	st->outside = (unsigned long)atomic_load(&mwh_g.outside);
+	st->thp_spans = atomic_load(&mwh_g.thp_spans);
 }

@@ -56,6 +56,12 @@ run "allocator memory use: own mappings and retention, realloc growth, calloc po
 run "allocator memory use under ASan+UBSan" $T/test_alloc_mem_asan
 control "allocator memory use: no lending across classes" $T/test_alloc_mem_plain lend
 control "allocator memory use: no growing into a retained span" $T/test_alloc_mem_plain room
+run "allocator: huge pages for big spans with MMUWATCH_HOOKS_ALLOCATOR_THP=1" \
+	env MMUWATCH_HOOKS_ALLOCATOR_THP=1 $T/test_alloc_mem thp
+run "allocator: no huge-page advice by default" \
+	env -u MMUWATCH_HOOKS_ALLOCATOR_THP $T/test_alloc_mem thp_off
+control "allocator: huge pages expected, but not asked for" \
+	env -u MMUWATCH_HOOKS_ALLOCATOR_THP $T/test_alloc_mem thp
 # the scalable allocator's promises (test_alloc_scale.c), each with its control
 run "allocator: no syscall under the lock, RSS bound, churn, cross-thread, lazy pages, family" \
 	$T/test_alloc_scale

@@ -5,8 +5,9 @@
  * the program's own mappings counted for retention, a large block growing
  * in place at the arena's end or moving its pages, fresh callocs
  * populated at once, classes that fit pages, medium blocks lent across
- * classes and reallocs growing into a retained span. With an argument,
- * one section only ("lend", "room": for the control builds). The order in
+ * classes, reallocs growing into a retained span and huge pages for big
+ * spans. With an argument, one section only ("lend", "room": for the
+ * control builds; "thp", "thp_off": with and without the advice). The order in
  * main() matters: each test needs memory that nothing before it used.
  */
 #include <errno.h>
@@ -447,6 +448,98 @@ static void test_realloc_room(void)
 	       faults);
 }
 
+/* The kernel's THP mode is "madvise": only then does the advice alone
+ * decide what smaps says (in "always" every big mapping is eligible, in
+ * "never" none). */
+static int thp_madvise_mode(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return strstr(buf, "[madvise]") != NULL;
+}
+
+/* smaps' THPeligible (or, with field "AnonHugePages", that in KiB) of the
+ * mapping holding p; -1 when not found. */
+static long smaps_field(const void *p, const char *field)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256], perm[5];
+	unsigned long lo, hi;
+	size_t n = strlen(field);
+	long v = -1;
+	int in = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && !strncmp(line, field, n) && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+/* Huge-page advice for big spans (alloc_span.c): a 16 MiB block's span is
+ * advised once (kept across free and reuse), a 1 MiB one and the small
+ * pages never are, with MMUWATCH_HOOKS_ALLOCATOR_THP=1 (run.sh sets it).
+ * off: it is not set (the default), nothing is advised; a run without it
+ * of the "thp" section is the control. The shareable heap's spans are a
+ * file's pages: never advised. */
+static void test_thp(int off)
+{
+	struct mw_alloc_stats st0, st;
+	const char *why = off		   ? " (THP not asked for)"
+			  : mwh_share_on() ? " (shared)"
+					   : "";
+	int madv = thp_madvise_mode();
+	size_t big = (size_t)16 << 20;
+	char *b, *m, *s;
+	long faults;
+
+	mw_alloc_get_stats(&st0);
+	b = mw_malloc(big);
+	m = mw_malloc((size_t)1 << 20);
+	s = mw_malloc(100);
+	CHECK(b && m && s, "blocks");
+	mw_alloc_get_stats(&st);
+	off |= mwh_share_on();
+	CHECK(st.thp_spans - st0.thp_spans == (off ? 0u : 1u),
+	      "huge pages advised for the 16 MiB span only (%lu spans)%s",
+	      st.thp_spans - st0.thp_spans, why);
+	if (madv) {
+		CHECK(smaps_field(b + big / 2, "THPeligible") == !off,
+		      "the kernel sees the advice on the big block");
+		CHECK(smaps_field(m, "THPeligible") == 0 &&
+			      smaps_field(s, "THPeligible") == 0,
+		      "and none on a 1 MiB block or a small one");
+	} else {
+		printf("# THP mode is not madvise: eligibility not checked\n");
+	}
+	faults = minor_faults();
+	memset(b, 1, big);
+	faults = minor_faults() - faults;
+	printf("# 16 MiB written: %ld page faults, AnonHugePages %ld KiB\n",
+	       faults, smaps_field(b + big / 2, "AnonHugePages"));
+	mw_free(b);
+	b = mw_malloc(big);
+	mw_alloc_get_stats(&st0);
+	CHECK(st0.thp_spans == st.thp_spans,
+	      "a reused big span is not advised twice");
+	mw_free(b);
+	mw_free(m);
+	mw_free(s);
+	if (!failures)
+		printf("ok: huge pages for big spans only%s\n", why);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -456,6 +549,8 @@ int main(int argc, char **argv)
 		on_new_thread(lend_worker);
 	} else if (only && !strcmp(only, "room")) {
 		test_realloc_room();
+	} else if (only && !strncmp(only, "thp", 3)) {
+		test_thp(!strcmp(only, "thp_off"));
 	} else {
 		test_outside();		 /* first: the peak must be its own */
 		test_realloc_in_place(); /* the arena's last block */
@@ -464,6 +559,7 @@ int main(int argc, char **argv)
 		on_new_thread(page_fit_worker);
 		on_new_thread(lend_worker);
 		test_realloc_room();
+		test_thp(!getenv("MMUWATCH_HOOKS_ALLOCATOR_THP"));
 	}
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;

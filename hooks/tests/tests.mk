@@ -23,7 +23,8 @@ $(T)/test_matrix: tests/test_matrix.c $(TARCHIVE) | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< $(TARCHIVE)
 
 # The allocator's internals linked directly (no interposition): ASan-able.
-ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c alloc_outside.c release.c
+ALLOC_SRC := alloc.c alloc_free.c alloc_posix.c alloc_page.c alloc_span.c alloc_heap.c alloc_share.c alloc_outside.c release.c \
+	decide.c
 $(T)/test_alloc $(T)/test_alloc_mem: $(T)/%: tests/%.c $(ALLOC_SRC) $(wildcard *.h) \
 		tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -fno-builtin-malloc -fno-builtin-free -o $@ $< $(ALLOC_SRC)
