@@ -90,6 +90,7 @@ static int mwh_move_pages(void *p, void *q)
 		    (void *)pa, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
 		return 1; /* a hole: the old span is never freed (leaked) */
+	mw_raw(SYS_madvise, pa, len, MADV_NOHUGEPAGE); /* as the arena */
 	return 0;
 }
 

@@ -58,10 +58,10 @@ control "allocator memory use: no lending across classes" $T/test_alloc_mem_plai
 control "allocator memory use: no growing into a retained span" $T/test_alloc_mem_plain room
 run "allocator: huge pages for big spans with MMUWATCH_HOOKS_ALLOCATOR_THP=1" \
 	env MMUWATCH_HOOKS_ALLOCATOR_THP=1 $T/test_alloc_mem thp
-run "allocator: no huge-page advice by default" \
-	env -u MMUWATCH_HOOKS_ALLOCATOR_THP $T/test_alloc_mem thp_off
-control "allocator: huge pages expected, but not asked for" \
-	env -u MMUWATCH_HOOKS_ALLOCATOR_THP $T/test_alloc_mem thp
+run "allocator: none with MMUWATCH_HOOKS_ALLOCATOR_THP=0, the arena nh" \
+	env MMUWATCH_HOOKS_ALLOCATOR_THP=0 $T/test_alloc_mem thp_off
+control "allocator: huge pages expected, but switched off" \
+	env MMUWATCH_HOOKS_ALLOCATOR_THP=0 $T/test_alloc_mem thp
 # the scalable allocator's promises (test_alloc_scale.c), each with its control
 run "allocator: no syscall under the lock, RSS bound, churn, cross-thread, lazy pages, family" \
 	$T/test_alloc_scale

@@ -448,10 +448,8 @@ static void test_realloc_room(void)
 	       faults);
 }
 
-/* The kernel's THP mode is "madvise": only then does the advice alone
- * decide what smaps says (in "always" every big mapping is eligible, in
- * "never" none). */
-static int thp_madvise_mode(void)
+/* Is the kernel's THP mode "always"? */
+static int thp_always_mode(void)
 {
 	char buf[128] = "";
 	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
@@ -461,83 +459,105 @@ static int thp_madvise_mode(void)
 			buf[0] = 0;
 		fclose(f);
 	}
-	return strstr(buf, "[madvise]") != NULL;
+	return strstr(buf, "[always]") != NULL;
 }
 
-/* smaps' THPeligible (or, with field "AnonHugePages", that in KiB) of the
- * mapping holding p; -1 when not found. */
-static long smaps_field(const void *p, const char *field)
+/* The smaps line starting with field ("VmFlags", "AnonHugePages") of the
+ * mapping holding p, copied to out; 0 found, -1 not. */
+static int smaps_line(const void *p, const char *field, char *out, size_t n)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[256], perm[5];
+	char line[512], perm[5];
 	unsigned long lo, hi;
-	size_t n = strlen(field);
-	long v = -1;
-	int in = 0;
+	size_t k = strlen(field);
+	int in = 0, found = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3)
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3) {
 			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-		else if (in && !strncmp(line, field, n) && line[n] == ':')
-			v = strtol(line + n + 1, NULL, 10);
+		} else if (in && !strncmp(line, field, k) && line[k] == ':') {
+			snprintf(out, n, "%s", line + k + 1);
+			found = 0;
+		}
 	}
 	fclose(f);
-	return v;
+	return found;
 }
 
-/* Huge-page advice for big spans (alloc_span.c): a 16 MiB block's span is
- * advised once (kept across free and reuse), a 1 MiB one and the small
- * pages never are, with MMUWATCH_HOOKS_ALLOCATOR_THP=1 (run.sh sets it).
- * off: it is not set (the default), nothing is advised; a run without it
- * of the "thp" section is the control. The shareable heap's spans are a
- * file's pages: never advised. */
-static void test_thp(int off)
+/* Does the mapping holding p carry VmFlags flag ("hg", "nh")? */
+static int vm_flag(const void *p, const char *flag)
+{
+	char fl[256], *t, *save = NULL;
+
+	if (smaps_line(p, "VmFlags", fl, sizeof(fl)))
+		return 0;
+	for (t = strtok_r(fl, " \n", &save); t;
+	     t = strtok_r(NULL, " \n", &save))
+		if (!strcmp(t, flag))
+			return 1;
+	return 0;
+}
+
+/*
+ * Huge pages (alloc_span.c), by the mappings' VmFlags, whatever the
+ * kernel's mode: the arena is MADV_NOHUGEPAGE ("nh") from birth, small
+ * pages and a 1 MiB block stay so, and a 16 MiB block's span is advised
+ * MADV_HUGEPAGE ("hg") when want, once across free and reuse. want comes
+ * from MMUWATCH_HOOKS_ALLOCATOR_THP, unset: the mode is "always". The
+ * shareable heap's spans are a file's pages: never advised. Control: the
+ * "thp" section (advice expected) with MMUWATCH_HOOKS_ALLOCATOR_THP=0.
+ */
+static void test_thp(int want)
 {
 	struct mw_alloc_stats st0, st;
-	const char *why = off		   ? " (THP not asked for)"
-			  : mwh_share_on() ? " (shared)"
-					   : "";
-	int madv = thp_madvise_mode();
 	size_t big = (size_t)16 << 20;
-	char *b, *m, *s;
+	char *b, *m, *s, ahp[64] = "?";
 	long faults;
 
+	want &= !mwh_share_on();
 	mw_alloc_get_stats(&st0);
 	b = mw_malloc(big);
 	m = mw_malloc((size_t)1 << 20);
 	s = mw_malloc(100);
 	CHECK(b && m && s, "blocks");
 	mw_alloc_get_stats(&st);
-	off |= mwh_share_on();
-	CHECK(st.thp_spans - st0.thp_spans == (off ? 0u : 1u),
-	      "huge pages advised for the 16 MiB span only (%lu spans)%s",
-	      st.thp_spans - st0.thp_spans, why);
-	if (madv) {
-		CHECK(smaps_field(b + big / 2, "THPeligible") == !off,
-		      "the kernel sees the advice on the big block");
-		CHECK(smaps_field(m, "THPeligible") == 0 &&
-			      smaps_field(s, "THPeligible") == 0,
-		      "and none on a 1 MiB block or a small one");
-	} else {
-		printf("# THP mode is not madvise: eligibility not checked\n");
+	CHECK(st.thp_spans - st0.thp_spans == (want ? 1u : 0u),
+	      "huge pages advised for the 16 MiB span only: %lu spans, "
+	      "want %d\n",
+	      st.thp_spans - st0.thp_spans, want);
+	if (!mwh_share_on()) { /* shared: the memfd's mappings, no flags */
+		CHECK(vm_flag(b + big / 2, want ? "hg" : "nh"),
+		      "the big block's mapping is %s\n", want ? "hg" : "nh");
+		CHECK(vm_flag(m, "nh") && vm_flag(s, "nh"),
+		      "a 1 MiB block and a small one: nh\n");
 	}
 	faults = minor_faults();
 	memset(b, 1, big);
 	faults = minor_faults() - faults;
-	printf("# 16 MiB written: %ld page faults, AnonHugePages %ld KiB\n",
-	       faults, smaps_field(b + big / 2, "AnonHugePages"));
+	smaps_line(b + big / 2, "AnonHugePages", ahp, sizeof(ahp));
+	printf("# 16 MiB written: %ld page faults, AnonHugePages%s", faults,
+	       ahp);
 	mw_free(b);
 	b = mw_malloc(big);
 	mw_alloc_get_stats(&st0);
 	CHECK(st0.thp_spans == st.thp_spans,
-	      "a reused big span is not advised twice");
+	      "a reused big span is not advised twice\n");
 	mw_free(b);
 	mw_free(m);
 	mw_free(s);
 	if (!failures)
-		printf("ok: huge pages for big spans only%s\n", why);
+		printf("ok: huge pages for big spans only (%s)\n",
+		       want ? "advised" : "none advised");
+}
+
+/* What MMUWATCH_HOOKS_ALLOCATOR_THP and the kernel's mode ask for. */
+static int thp_wanted(void)
+{
+	const char *e = getenv("MMUWATCH_HOOKS_ALLOCATOR_THP");
+
+	return e ? !strcmp(e, "1") : thp_always_mode();
 }
 
 int main(int argc, char **argv)
@@ -550,7 +570,7 @@ int main(int argc, char **argv)
 	} else if (only && !strcmp(only, "room")) {
 		test_realloc_room();
 	} else if (only && !strncmp(only, "thp", 3)) {
-		test_thp(!strcmp(only, "thp_off"));
+		test_thp(!strcmp(only, "thp"));
 	} else {
 		test_outside();		 /* first: the peak must be its own */
 		test_realloc_in_place(); /* the arena's last block */
@@ -559,7 +579,7 @@ int main(int argc, char **argv)
 		on_new_thread(page_fit_worker);
 		on_new_thread(lend_worker);
 		test_realloc_room();
-		test_thp(!getenv("MMUWATCH_HOOKS_ALLOCATOR_THP"));
+		test_thp(thp_wanted());
 	}
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
