@@ -73,15 +73,15 @@ int mwh_global_init(void)
 
 		if (ok && pthread_key_create(&g.key, mwh_heap_destroy) != 0)
 			ok = 0;
-		if (ok)
+		if (ok) {
 			pthread_atfork(mwh_atfork_prepare, mwh_atfork_parent,
 				       mwh_atfork_child);
+			g.thp = mwh_thp_wanted(); /* before any span */
+		}
 		atomic_store_explicit(&g.init, ok ? 2 : 3,
 				      memory_order_release);
-		if (ok) {
-			g.thp = mwh_thp_wanted();
+		if (ok)
 			mwh_share_env_init(); /* MMUWATCH_SHAREABLE_HEAP */
-		}
 		return ok ? 0 : -1;
 	}
 	while ((s = atomic_load_explicit(&g.init, memory_order_acquire)) == 1)
