@@ -300,6 +300,7 @@ struct mw_alloc_stats {
 	unsigned long lock_syscalls; /* syscalls made holding g.lock: 0 */
 	unsigned long outside;	     /* the program's own mappings counted */
 	unsigned long thp_spans;     /* spans given huge-page advice */
+	unsigned long moves;	     /* realloc growths that moved pages */
 };
 MWH_HIDDEN void mw_alloc_get_stats(struct mw_alloc_stats *st);
 /* Self-test support: the next free of exactly this pointer bypasses the

@@ -120,7 +120,11 @@ MWH_HIDDEN struct mw_page *mwh_span_get(struct mw_heap *h, unsigned c);
 MWH_HIDDEN void mwh_span_put(struct mw_heap *h, struct mw_page *s, int release);
 MWH_HIDDEN void mwh_span_put_moved(struct mw_page *s);
 MWH_HIDDEN int mwh_span_grow(struct mw_page *s, unsigned c);
+/* mw_page.thp: never advised, advised, advised before but its range
+ * changed since */
+enum { MW_THP_NONE, MW_THP_ON, MW_THP_STALE };
 MWH_HIDDEN void mwh_span_thp(struct mw_page *s);
+MWH_HIDDEN void mwh_span_thp_stale(struct mw_page *s);
 MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);
 MWH_HIDDEN size_t mwh_retain_limit(void);
 MWH_HIDDEN void mwh_peak_update(void);

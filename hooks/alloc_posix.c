@@ -67,10 +67,12 @@ static int mwh_move_pages(void *p, void *q)
 	long r;
 
 	if ((uintptr_t)p - pa != (uintptr_t)q - qa || qs->units < ps->units ||
-	    mwh_share_on() ||
-	    atomic_fetch_add_explicit(&mwh_moves, 1, memory_order_relaxed) >=
-		    MW_MOVES)
+	    mwh_share_on())
 		return -1;
+	/* a move taken, given back when nothing moved */
+	if (atomic_fetch_add_explicit(&mwh_moves, 1, memory_order_relaxed) >=
+	    MW_MOVES)
+		goto no_move;
 	mw_release_notify(qa, qa + len, MW_RELEASE_ALLOC);
 	mw_release_notify(pa, pa + len, MW_RELEASE_ALLOC);
 	/* Linux 5.7+: the old range stays mapped, empty, in the same call; no
@@ -81,17 +83,19 @@ static int mwh_move_pages(void *p, void *q)
 		    0);
 	if (!mw_raw_failed(r))
 		return 0;
-	if (r != -EINVAL)
-		return -1; /* nothing moved: copy */
-	if (mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
+	if (r != -EINVAL ||
+	    mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
 				  MREMAP_MAYMOVE | MREMAP_FIXED, (long)qa, 0)))
-		return -1; /* nothing moved: copy */
+		goto no_move; /* nothing moved: copy */
 	if (mw_raw_failed((long)mw_raw_mmap(
 		    (void *)pa, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
 		return 1; /* a hole: the old span is never freed (leaked) */
 	mw_raw(SYS_madvise, pa, len, MADV_NOHUGEPAGE); /* as the arena */
 	return 0;
+no_move:
+	atomic_fetch_sub_explicit(&mwh_moves, 1, memory_order_relaxed);
+	return -1;
 }
 
 /* Grow large block p to n bytes where it is (mwh_span_grow). */
@@ -185,12 +189,11 @@ void *mw_realloc(void *p, size_t n)
 	if (moved < 0) {
 		memcpy(q, p, n < have ? n : have);
 		mw_free(p);
-	} else if (moved == 0) {
-		struct mw_page *qs = mwh_large_span(mw_page_of(q));
-
-		mwh_span_put_moved(mwh_large_span(mw_page_of(p)));
-		qs->thp = 0; /* the pages moved in came with their own advice */
-		mwh_span_thp(qs);
+	} else {
+		/* the pages moved in came with their own advice */
+		mwh_span_thp_stale(mwh_large_span(mw_page_of(q)));
+		if (moved == 0)
+			mwh_span_put_moved(mwh_large_span(mw_page_of(p)));
 	}
 	return q;
 }
@@ -336,4 +339,5 @@ void mw_alloc_get_stats(struct mw_alloc_stats *st)
 	st->lock_syscalls = atomic_load(&mwh_g.lock_syscalls);
 	st->outside = (unsigned long)atomic_load(&mwh_g.outside);
 	st->thp_spans = atomic_load(&mwh_g.thp_spans);
+	st->moves = atomic_load(&mwh_moves);
 }

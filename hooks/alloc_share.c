@@ -98,6 +98,8 @@ static int share_map(uintptr_t base, uintptr_t end, int *dfd, int *cfd,
 					    PROT_READ | PROT_WRITE,
 					    MAP_SHARED | MAP_FIXED, d, 0)))
 		goto out_m;
+	/* no huge pages, as the arena it replaces (alloc_span.c) */
+	mw_raw(SYS_madvise, base, size, MADV_NOHUGEPAGE);
 	*hdr = m;
 	(*hdr)->pid = (uint64_t)mw_raw(SYS_getpid, 0, 0, 0);
 	(*hdr)->base = base;
@@ -199,6 +201,7 @@ int mwh_share_span_fresh(uintptr_t lo, size_t units)
 		    (void *)lo, MW_UNIT, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
 		return -1;
+	mw_raw(SYS_madvise, lo, MW_UNIT, MADV_NOHUGEPAGE); /* as the arena */
 	atomic_store(&w->dead, SH_ANON);
 	return 0;
 }

@@ -177,7 +177,7 @@ static struct mw_page *mwh_span_from_bump(size_t units)
 		return NULL; /* the reservation stays used: out of memory */
 	s = mw_page_of((void *)b);
 	s->clean_from = 0;
-	s->thp = 0;
+	s->thp = MW_THP_NONE;
 	return s;
 }
 
@@ -577,8 +577,7 @@ int mwh_span_grow(struct mw_page *s, unsigned c)
 	s->cls = (uint8_t)c;
 	mwh_account((long)((units - old) * MW_UNIT));
 	mwh_trim_to_limit(); /* new pages: in use + retained grows */
-	s->thp = 0;	     /* the units added have no advice yet */
-	mwh_span_thp(s);
+	mwh_span_thp_stale(s); /* the units added have no advice yet */
 	return 0;
 }
 
@@ -588,7 +587,9 @@ int mwh_span_grow(struct mw_page *s, unsigned c)
  * 2 MiB of the committed arena took a huge page, small pages included
  * (Debian 6.1 guest: git log's peak RSS 8.9 MB against glibc's 4.8,
  * sqlite3 15.9 against 12.1). Big spans, MW_THP_MIN or more, are advised
- * MADV_HUGEPAGE over their 2 MiB-aligned part (one fault per 2 MiB where
+ * MADV_HUGEPAGE, the whole span (one mapping: realloc moves a span's
+ * pages with one mremap, which fails across mappings), so that its 2 MiB
+ * aligned part takes huge pages (one fault per 2 MiB where
  * a buffer filled end to end took 512: sort --parallel=2's 16 MiB buffer,
  * 8300 faults -> 1060, CPU 0.95x) when MMUWATCH_HOOKS_ALLOCATOR_THP=1 or,
  * unset, when the mode is "always": glibc's big blocks are mappings of
@@ -598,30 +599,39 @@ int mwh_span_grow(struct mw_page *s, unsigned c)
  * 7-16 MiB match-finder tables), past the allocator's goal of glibc + 5 %.
  * A span is advised once (it keeps its size and its advice for life:
  * spans are never split, merged or reused for another class, so small
- * pages never land in advised memory), outside every lock. Each advised
- * span may be a mapping of its own (with its neighbours when they are
- * advised too): at most MW_THP_SPANS of them, far below vm.max_map_count.
+ * pages never land in advised memory), outside every lock, and again
+ * (MW_THP_STALE) where its range got pages or units without the advice:
+ * grown in place, pages moved in or out by realloc. Each advised span may
+ * be a mapping of its own (with its neighbours when they are advised too):
+ * at most MW_THP_SPANS spans are ever advised, far below
+ * vm.max_map_count.
  */
 #define MW_THP_MIN   ((size_t)4 << 20)
 #define MW_THP_SPANS 4096
-#define MW_HUGE	     ((uintptr_t)2 << 20)
 
+/* s: a span this thread holds (handed out, not yet visible to others). */
 void mwh_span_thp(struct mw_page *s)
 {
-	uintptr_t a = mw_page_addr(s), lo, hi;
 	size_t len = s->units * MW_UNIT;
+	int was = s->thp;
 
-	if (s->thp || !g.thp || len < MW_THP_MIN || mwh_share_on())
+	if (was == MW_THP_ON || !g.thp || len < MW_THP_MIN || mwh_share_on())
 		return;
-	s->thp = 1;
-	lo = (a + MW_HUGE - 1) & ~(MW_HUGE - 1);
-	hi = (a + len) & ~(MW_HUGE - 1);
-	if (hi <= lo ||
+	s->thp = MW_THP_ON;
+	if (was == MW_THP_NONE &&
 	    atomic_fetch_add_explicit(&g.thp_spans, 1, memory_order_relaxed) >=
 		    MW_THP_SPANS)
 		return;
 	mwh_syscall_check();
-	mw_raw(SYS_madvise, lo, hi - lo, MADV_HUGEPAGE);
+	mw_raw(SYS_madvise, mw_page_addr(s), len, MADV_HUGEPAGE);
+}
+
+/* s's range changed under it (see above): advise it again if it was. */
+void mwh_span_thp_stale(struct mw_page *s)
+{
+	if (s->thp == MW_THP_ON)
+		s->thp = MW_THP_STALE;
+	mwh_span_thp(s);
 }
 
 /* A span whose pages were moved away (realloc, alloc_posix.c) and replaced
@@ -634,7 +644,8 @@ void mwh_span_put_moved(struct mw_page *s)
 	mwh_span_unowned(s);
 	s->state = MW_SPAN_COLD;
 	s->clean_from = 0;
-	s->thp = 0; /* the range may be a fresh mapping (no advice) */
+	if (s->thp == MW_THP_ON) /* may be a fresh mapping now (no advice) */
+		s->thp = MW_THP_STALE;
 	mwh_glock();
 	mwh_bin_push(&g.cold[s->cls], s);
 	mwh_gunlock();

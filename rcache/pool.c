@@ -105,7 +105,11 @@ static const struct mwu_fork_layer pool_layer = {
 	.child = pool_layer_child,
 };
 
-__attribute__((constructor)) static void pool_layer_register(void)
+/* In .text.startup whatever the compiler and level: every process runs it,
+ * and the rest of this file's text is in the library's cold segment
+ * (libuser/Makefile, LAYOUT). */
+__attribute__((constructor, section(".text.startup"))) static void
+pool_layer_register(void)
 {
 	mwu_fork_layer_add(&pool_layer);
 }

@@ -58,8 +58,11 @@ static void ipc_copy_done(struct mw_smc *c, const struct ring_ent *e, int err)
 	mw_req_reap(c, r);
 }
 
-/* Before any channel exists: the ring calls it from its first copy on. */
-__attribute__((constructor)) static void register_ring_completion(void)
+/* Before any channel exists: the ring calls it from its first copy on. In
+ * .text.startup whatever the compiler and level: every process runs it,
+ * the rest of smcuda's text is in the library's cold segment. */
+__attribute__((constructor, section(".text.startup"))) static void
+register_ring_completion(void)
 {
 	mw_ring_on_complete(ipc_copy_done);
 }

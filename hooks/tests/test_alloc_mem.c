@@ -19,9 +19,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "hooks/alloc.h"
 #include "hooks/alloc_int.h"
+#include "hooks/internal.h"
 #include "hooks/share.h"
 #include "hooks/tests/check.h"
 
@@ -504,32 +506,40 @@ static int vm_flag(const void *p, const char *flag)
  * Huge pages (alloc_span.c), by the mappings' VmFlags, whatever the
  * kernel's mode: the arena is MADV_NOHUGEPAGE ("nh") from birth, small
  * pages and a 1 MiB block stay so, and a 16 MiB block's span is advised
- * MADV_HUGEPAGE ("hg") when want, once across free and reuse. want comes
- * from MMUWATCH_HOOKS_ALLOCATOR_THP, unset: the mode is "always". The
- * shareable heap's spans are a file's pages: never advised. Control: the
- * "thp" section (advice expected) with MMUWATCH_HOOKS_ALLOCATOR_THP=0.
+ * MADV_HUGEPAGE ("hg") when want, whole (one mapping), once across free
+ * and reuse; a 5 MiB block grown by realloc past a neighbour moves its
+ * pages (one mremap, which fails across mappings) into an advised span.
+ * want comes from MMUWATCH_HOOKS_ALLOCATOR_THP, unset: the mode is
+ * "always". The shareable heap's spans are a file's pages: never
+ * advised. Control: the "thp" section (advice expected) with
+ * MMUWATCH_HOOKS_ALLOCATOR_THP=0.
  */
 static void test_thp(int want)
 {
 	struct mw_alloc_stats st0, st;
-	size_t big = (size_t)16 << 20;
-	char *b, *m, *s, ahp[64] = "?";
+	size_t big = (size_t)16 << 20, mid = (size_t)5 << 20;
+	char *b, *m, *s, *g, ahp[64] = "?";
+	const char *flag;
 	long faults;
 
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK)) {
+		printf("# no THP in this kernel: huge pages not checked\n");
+		return;
+	}
 	want &= !mwh_share_on();
-	mw_alloc_get_stats(&st0);
+	flag = want ? "hg" : "nh";
 	b = mw_malloc(big);
 	m = mw_malloc((size_t)1 << 20);
 	s = mw_malloc(100);
-	CHECK(b && m && s, "blocks");
-	mw_alloc_get_stats(&st);
-	CHECK(st.thp_spans - st0.thp_spans == (want ? 1u : 0u),
-	      "huge pages advised for the 16 MiB span only: %lu spans, "
-	      "want %d\n",
-	      st.thp_spans - st0.thp_spans, want);
+	CHECK(b && m && s, "blocks\n");
+	if (!b || !m || !s)
+		return;
+	CHECK(mwh_large_span(mw_page_of(b))->thp ==
+		      (want ? MW_THP_ON : MW_THP_NONE),
+	      "the 16 MiB span is %sadvised\n", want ? "" : "not ");
 	if (!mwh_share_on()) { /* shared: the memfd's mappings, no flags */
-		CHECK(vm_flag(b + big / 2, want ? "hg" : "nh"),
-		      "the big block's mapping is %s\n", want ? "hg" : "nh");
+		CHECK(vm_flag(b, flag) && vm_flag(b + big - 1, flag),
+		      "the big block's mapping is %s, end to end\n", flag);
 		CHECK(vm_flag(m, "nh") && vm_flag(s, "nh"),
 		      "a 1 MiB block and a small one: nh\n");
 	}
@@ -539,11 +549,33 @@ static void test_thp(int want)
 	smaps_line(b + big / 2, "AnonHugePages", ahp, sizeof(ahp));
 	printf("# 16 MiB written: %ld page faults, AnonHugePages%s", faults,
 	       ahp);
+	mw_alloc_get_stats(&st0);
 	mw_free(b);
 	b = mw_malloc(big);
-	mw_alloc_get_stats(&st0);
-	CHECK(st0.thp_spans == st.thp_spans,
+	mw_alloc_get_stats(&st);
+	CHECK(st.thp_spans == st0.thp_spans,
 	      "a reused big span is not advised twice\n");
+
+	/* growth that moves pages between (advised) spans */
+	g = mw_malloc(mid);
+	CHECK(g != NULL, "5 MiB block\n");
+	if (g) {
+		push_frontier(g);
+		fill((unsigned char *)g, mid, 7);
+		mw_alloc_get_stats(&st0);
+		g = mw_realloc(g, 3 * mid);
+		mw_alloc_get_stats(&st);
+		CHECK(g && same((unsigned char *)g, mid, 7),
+		      "grown block kept its bytes\n");
+		CHECK(st.moves == st0.moves + (mwh_share_on() ? 0 : 1),
+		      "the growth moved the pages (%lu moves)\n",
+		      st.moves - st0.moves);
+		if (g && !mwh_share_on())
+			CHECK(vm_flag(g, flag) &&
+				      vm_flag(g + 3 * mid - 1, flag),
+			      "the grown block's mapping is %s\n", flag);
+		mw_free(g);
+	}
 	mw_free(b);
 	mw_free(m);
 	mw_free(s);
@@ -555,9 +587,11 @@ static void test_thp(int want)
 /* What MMUWATCH_HOOKS_ALLOCATOR_THP and the kernel's mode ask for. */
 static int thp_wanted(void)
 {
-	const char *e = getenv("MMUWATCH_HOOKS_ALLOCATOR_THP");
+	enum mw_lp e = mw_lp_parse(getenv("MMUWATCH_HOOKS_ALLOCATOR_THP"));
 
-	return e ? !strcmp(e, "1") : thp_always_mode();
+	if (e == MW_LP_YES || e == MW_LP_NO)
+		return e == MW_LP_YES;
+	return thp_always_mode();
 }
 
 int main(int argc, char **argv)
