@@ -86,13 +86,29 @@ static int mwh_move_pages(void *p, void *q)
 	if (r != -EINVAL ||
 	    mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
 				  MREMAP_MAYMOVE | MREMAP_FIXED, (long)qa, 0)))
-		goto no_move; /* nothing moved: copy */
+		goto repair; /* nothing moved: copy */
 	if (mw_raw_failed((long)mw_raw_mmap(
 		    (void *)pa, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
 		return 1; /* a hole: the old span is never freed (leaked) */
 	mw_raw(SYS_madvise, pa, len, MADV_NOHUGEPAGE); /* as the arena */
 	return 0;
+repair:
+	/* A failed MREMAP_FIXED may have unmapped the target already (Linux
+	 * unmaps it before it checks the source: a source over two mappings
+	 * failed so before 6.17, and the copy then wrote into a hole): the
+	 * target's range afresh, its advice again. Untouched by the test
+	 * build with MW_NO_MOVE_REPAIR (the control). */
+#ifndef MW_NO_MOVE_REPAIR
+	if (mw_raw_failed((long)mw_raw_mmap(
+		    (void *)qa, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0))) {
+		atomic_fetch_sub_explicit(&mwh_moves, 1, memory_order_relaxed);
+		return -2; /* q's range lost: q is never freed (leaked) */
+	}
+	mw_raw(SYS_madvise, qa, len, MADV_NOHUGEPAGE);
+	mwh_span_thp_stale(qs);
+#endif
 no_move:
 	atomic_fetch_sub_explicit(&mwh_moves, 1, memory_order_relaxed);
 	return -1;
@@ -186,6 +202,8 @@ void *mw_realloc(void *p, size_t n)
 		return NULL;
 	/* have >= MW_MOVE_MIN (> MW_SMALL_MAX): both blocks are large */
 	moved = n > have && have >= MW_MOVE_MIN ? mwh_move_pages(p, q) : -1;
+	if (moved == -2 && (q = mw_malloc(n)) == NULL)
+		return NULL;
 	if (moved < 0) {
 		memcpy(q, p, n < have ? n : have);
 		mw_free(p);

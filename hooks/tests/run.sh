@@ -56,6 +56,7 @@ run "allocator memory use: own mappings and retention, realloc growth, calloc po
 run "allocator memory use under ASan+UBSan" $T/test_alloc_mem_asan
 control "allocator memory use: no lending across classes" $T/test_alloc_mem_plain lend
 control "allocator memory use: no growing into a retained span" $T/test_alloc_mem_plain room
+run "allocator: growth from a split mapping (a move refused before Linux 6.17)" $T/test_alloc_mem split_move
 run "allocator: huge pages for big spans with MMUWATCH_HOOKS_ALLOCATOR_THP=1" \
 	env MMUWATCH_HOOKS_ALLOCATOR_THP=1 $T/test_alloc_mem thp
 run "allocator: none with MMUWATCH_HOOKS_ALLOCATOR_THP=0, the arena nh" \

@@ -79,6 +79,37 @@ static void test_realloc_move(void)
 	       "zero\n");
 }
 
+/* A growth that moves the pages of a block whose mapping is split (here
+ * by advice on part of it): before Linux 6.17 mremap refuses a source over
+ * two mappings, after it unmapped the target; the target is mapped again
+ * and the bytes copied (alloc_posix.c). The control build
+ * (MW_NO_MOVE_REPAIR, run in the VM: vm/tests.d/45-alloc-thp.sh) writes
+ * into the hole there and dies. */
+static void test_split_move(void)
+{
+	size_t n = (size_t)1 << 20;
+	unsigned char *a = mw_malloc(n), *b;
+	uintptr_t mid;
+
+	CHECK(a != NULL, "malloc\n");
+	if (!a)
+		return;
+	push_frontier(a);
+	fill(a, n, 9);
+	mid = ((uintptr_t)a + n / 2) & ~(uintptr_t)4095;
+	CHECK(madvise((void *)mid, n / 4, MADV_HUGEPAGE) == 0,
+	      "advice splits the block's mapping\n");
+	b = mw_realloc(a, 3 * n);
+	CHECK(b && same(b, n, 9), "grown block kept its bytes\n");
+	if (!b)
+		return;
+	memset(b, 1, 3 * n); /* all of it mapped */
+	mw_free(b);
+	if (!failures)
+		printf("ok: growth from a split mapping keeps its bytes, "
+		       "the new block whole\n");
+}
+
 /* The program's own anonymous mappings count as in use for the retention
  * limit (alloc_outside.c; the interposer reports them, here the test
  * does). Two blocks are freed (kept: the peak has room), then a third:
@@ -603,6 +634,8 @@ int main(int argc, char **argv)
 		on_new_thread(lend_worker);
 	} else if (only && !strcmp(only, "room")) {
 		test_realloc_room();
+	} else if (only && !strcmp(only, "split_move")) {
+		test_split_move();
 	} else if (only && !strncmp(only, "thp", 3)) {
 		test_thp(!strcmp(only, "thp"));
 	} else {
@@ -610,6 +643,7 @@ int main(int argc, char **argv)
 		test_realloc_in_place(); /* the arena's last block */
 		test_calloc_populate();
 		test_realloc_move();
+		test_split_move();
 		on_new_thread(page_fit_worker);
 		on_new_thread(lend_worker);
 		test_realloc_room();

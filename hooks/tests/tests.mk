@@ -34,6 +34,14 @@ $(T)/test_alloc_mem_plain: tests/test_alloc_mem.c $(ALLOC_SRC) $(wildcard *.h) \
 		tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -DMW_LEND_PCT=0 -DMW_ROOM=1 -fno-builtin-malloc \
 		-fno-builtin-free -o $@ $< $(ALLOC_SRC)
+# control (in the VM, kernels before 6.17): no repair of a failed move
+TESTS += $(T)/test_alloc_mem_norepair
+$(T)/test_alloc_mem_norepair: tests/test_alloc_mem.c $(ALLOC_SRC) $(wildcard *.h) \
+		tests/check.h | $(T)
+	$(CC) $(TCFLAGS) -DMW_NO_MOVE_REPAIR -fno-builtin-malloc \
+		-fno-builtin-free -o $@ $< $(ALLOC_SRC)
+# the real-program runner of bench/alloc.sh, also used by vm/tests.d
+TESTS += $(T)/mwrun
 $(T)/test_alloc_asan $(T)/test_alloc_mem_asan: $(T)/%_asan: tests/%.c $(ALLOC_SRC) \
 		$(wildcard *.h) tests/check.h | $(T)
 	$(CC) $(TCFLAGS) $(ASANFLAGS) -fno-builtin-malloc -fno-builtin-free \

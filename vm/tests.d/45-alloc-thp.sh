@@ -13,6 +13,10 @@
 #  3. negative control: the test variant with the arena's advice left out
 #     (MMUWATCH_HOOKS_TEST_ARENA_THP=1) has some (how many, and so its
 #     RSS, depends on the free huge pages of the moment)
+#  4. a realloc moving the pages of a block whose mapping is split: these
+#     kernels' mremap refuses it after unmapping the target, which the
+#     allocator maps again (hooks/tests/test_alloc_mem.c split_move);
+#     negative control: the build without that repair dies
 # MW_TIMEOUT=300
 set -u
 TOP=${MW_TOP:?}
@@ -68,5 +72,19 @@ c=$(ahp "$TOP/build/lib/test/libmmuwatch.so.1" MMUWATCH_HOOKS_TEST_ARENA_THP=1)
 echo "# python AnonHugePages KiB: ours $o, control $c"
 check "alloc.thp.always.python.no_huge_pages" "$([ "${o:-x}" = 0 ] && echo 1)"
 check "alloc.thp.always.negative_control_has_huge_pages" "$([ "${c:-0}" -gt 0 ] 2>/dev/null && echo 1)"
+H=$TOP/build/tests/hooks
+n=$((n + 1))
+if out=$(timeout 60 "$H/test_alloc_mem" split_move 2>&1); then
+	echo "ok $n - alloc.move.split_mapping"
+else
+	echo "not ok $n - alloc.move.split_mapping"; fail=1
+fi
+printf '%s\n' "$out" | sed 's/^/#   /' | tail -3
+n=$((n + 1))
+if timeout 60 "$H/test_alloc_mem_norepair" split_move >/dev/null 2>&1; then
+	echo "not ok $n - alloc.move.split_mapping.negative_control (no repair, no failure)"; fail=1
+else
+	echo "ok $n - alloc.move.split_mapping.negative_control"
+fi
 echo "1..$n"
 exit $fail
