@@ -16,15 +16,12 @@
  * are simply never seen again by the child. The child's new threads adopt
  * those heaps.
  */
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "hooks/alloc_int.h"
-#include "hooks/internal.h"
-#include "hooks/raw.h"
 #include "hooks/share.h"
 
 #define g mwh_g
@@ -36,27 +33,6 @@ static void mwh_heap_destroy(void *arg);
 static void mwh_atfork_prepare(void);
 static void mwh_atfork_parent(void);
 static void mwh_atfork_child(void);
-
-/* Huge pages for big spans (alloc_span.c): MMUWATCH_HOOKS_ALLOCATOR_THP
- * when set, else the kernel's mode is "always". Malloc-free. */
-static int mwh_thp_wanted(void)
-{
-	enum mw_lp e = mw_lp_parse(mw_env("MMUWATCH_HOOKS_ALLOCATOR_THP"));
-	char buf[64];
-	long fd, n;
-
-	if (e == MW_LP_YES || e == MW_LP_NO)
-		return e == MW_LP_YES;
-	fd = mw_raw6(SYS_openat, AT_FDCWD,
-		     (long)"/sys/kernel/mm/transparent_hugepage/enabled",
-		     O_RDONLY | O_CLOEXEC, 0, 0, 0);
-	if (mw_raw_failed(fd))
-		return 0;
-	n = mw_raw(SYS_read, fd, buf, sizeof(buf) - 1);
-	mw_raw(SYS_close, fd, 0, 0);
-	buf[n > 0 ? n : 0] = 0;
-	return strstr(buf, "[always]") != NULL;
-}
 
 /* Once, malloc-free; concurrent callers wait. */
 int mwh_global_init(void)
@@ -73,11 +49,9 @@ int mwh_global_init(void)
 
 		if (ok && pthread_key_create(&g.key, mwh_heap_destroy) != 0)
 			ok = 0;
-		if (ok) {
+		if (ok)
 			pthread_atfork(mwh_atfork_prepare, mwh_atfork_parent,
 				       mwh_atfork_child);
-			g.thp = mwh_thp_wanted(); /* before any span */
-		}
 		atomic_store_explicit(&g.init, ok ? 2 : 3,
 				      memory_order_release);
 		if (ok)

@@ -78,7 +78,7 @@ struct mwh_global {
 	/* the program's own anonymous mappings (alloc_outside.c), and the
 	 * peak of inuse + outside: what the retention limit looks at */
 	atomic_long outside, peak_all;
-	int thp;	       /* huge pages for big spans (mwh_span_thp) */
+	atomic_int thp;	       /* huge pages for big spans: -1 not known yet */
 	atomic_uint thp_spans; /* spans advised so far */
 };
 MWH_HIDDEN extern struct mwh_global mwh_g;
@@ -123,6 +123,7 @@ MWH_HIDDEN int mwh_span_grow(struct mw_page *s, unsigned c);
 /* mw_page.thp: never advised, advised, advised before but its range
  * changed since */
 enum { MW_THP_NONE, MW_THP_ON, MW_THP_STALE };
+MWH_HIDDEN int mwh_map_fresh(uintptr_t a, size_t len);
 MWH_HIDDEN void mwh_span_thp(struct mw_page *s);
 MWH_HIDDEN void mwh_span_thp_stale(struct mw_page *s);
 MWH_HIDDEN void mwh_tcache_flush(struct mw_heap *h);

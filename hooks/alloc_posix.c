@@ -64,6 +64,7 @@ static int mwh_move_pages(void *p, void *q)
 	struct mw_page *qs = mwh_large_span(mw_page_of(q));
 	uintptr_t pa = mw_page_addr(ps), qa = mw_page_addr(qs);
 	size_t len = ps->units * MW_UNIT;
+	int ret = -1;
 	long r;
 
 	if ((uintptr_t)p - pa != (uintptr_t)q - qa || qs->units < ps->units ||
@@ -87,31 +88,24 @@ static int mwh_move_pages(void *p, void *q)
 	    mw_raw_failed(mw_raw6(SYS_mremap, (long)pa, (long)len, (long)len,
 				  MREMAP_MAYMOVE | MREMAP_FIXED, (long)qa, 0)))
 		goto repair; /* nothing moved: copy */
-	if (mw_raw_failed((long)mw_raw_mmap(
-		    (void *)pa, len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
-		return 1; /* a hole: the old span is never freed (leaked) */
-	mw_raw(SYS_madvise, pa, len, MADV_NOHUGEPAGE); /* as the arena */
-	return 0;
+	/* a hole: the old span is never freed (leaked) */
+	return mwh_map_fresh(pa, len) ? 1 : 0;
 repair:
 	/* A failed MREMAP_FIXED may have unmapped the target already (Linux
 	 * unmaps it before it checks the source: a source over two mappings
 	 * failed so before 6.17, and the copy then wrote into a hole): the
-	 * target's range afresh, its advice again. Untouched by the test
-	 * build with MW_NO_MOVE_REPAIR (the control). */
+	 * target's range afresh, its advice again; -2 if even that fails (q's
+	 * range lost: q is never freed, leaked). Untouched by the test build
+	 * with MW_NO_MOVE_REPAIR (the control). */
 #ifndef MW_NO_MOVE_REPAIR
-	if (mw_raw_failed((long)mw_raw_mmap(
-		    (void *)qa, len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0))) {
-		atomic_fetch_sub_explicit(&mwh_moves, 1, memory_order_relaxed);
-		return -2; /* q's range lost: q is never freed (leaked) */
-	}
-	mw_raw(SYS_madvise, qa, len, MADV_NOHUGEPAGE);
-	mwh_span_thp_stale(qs);
+	if (mwh_map_fresh(qa, len))
+		ret = -2;
+	else
+		mwh_span_thp_stale(qs);
 #endif
 no_move:
 	atomic_fetch_sub_explicit(&mwh_moves, 1, memory_order_relaxed);
-	return -1;
+	return ret;
 }
 
 /* Grow large block p to n bytes where it is (mwh_span_grow). */

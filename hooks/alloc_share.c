@@ -197,11 +197,8 @@ int mwh_share_span_fresh(uintptr_t lo, size_t units)
 
 	if (!w || units != 1)
 		return 0;
-	if (mw_raw_failed((long)mw_raw_mmap(
-		    (void *)lo, MW_UNIT, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
+	if (mwh_map_fresh(lo, MW_UNIT))
 		return -1;
-	mw_raw(SYS_madvise, lo, MW_UNIT, MADV_NOHUGEPAGE); /* as the arena */
 	atomic_store(&w->dead, SH_ANON);
 	return 0;
 }

@@ -32,6 +32,7 @@
  * (mprotect is idempotent, so threads racing to commit overlapping ranges
  * are harmless; the committed mark only moves up after the mprotect).
  */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,7 +52,7 @@
 #define MW_META_OF(len) (((len) >> MW_UNIT_SHIFT) * MW_META)
 
 MWH_HIDDEN struct mwh_arena mwh_arena;
-MWH_HIDDEN struct mwh_global mwh_g = {.retain_min = MW_RETAIN_MIN};
+MWH_HIDDEN struct mwh_global mwh_g = {.retain_min = MW_RETAIN_MIN, .thp = -1};
 #define g mwh_g
 
 MWH_HIDDEN __thread int mwh_locks_held
@@ -609,13 +610,47 @@ int mwh_span_grow(struct mw_page *s, unsigned c)
 #define MW_THP_MIN   ((size_t)4 << 20)
 #define MW_THP_SPANS 4096
 
+/* MMUWATCH_HOOKS_ALLOCATOR_THP when set, else is the kernel's mode
+ * "always"? Asked once, at the first big span (in practice the hooks'
+ * 4 MiB self-test at start-up). Malloc-free; threads racing here find the
+ * same. */
+static int mwh_thp_wanted(void)
+{
+	int want = atomic_load_explicit(&g.thp, memory_order_relaxed);
+	enum mw_lp e;
+	char buf[64];
+	long fd, n;
+
+	if (want >= 0)
+		return want;
+	e = mw_lp_parse(mw_env("MMUWATCH_HOOKS_ALLOCATOR_THP"));
+	if (e == MW_LP_YES || e == MW_LP_NO) {
+		want = e == MW_LP_YES;
+	} else {
+		fd = mw_raw6(
+			SYS_openat, AT_FDCWD,
+			(long)"/sys/kernel/mm/transparent_hugepage/enabled",
+			O_RDONLY | O_CLOEXEC, 0, 0, 0);
+		n = 0;
+		if (!mw_raw_failed(fd)) {
+			n = mw_raw(SYS_read, fd, buf, sizeof(buf) - 1);
+			mw_raw(SYS_close, fd, 0, 0);
+		}
+		buf[n > 0 ? n : 0] = 0;
+		want = strstr(buf, "[always]") != NULL;
+	}
+	atomic_store_explicit(&g.thp, want, memory_order_relaxed);
+	return want;
+}
+
 /* s: a span this thread holds (handed out, not yet visible to others). */
 void mwh_span_thp(struct mw_page *s)
 {
 	size_t len = s->units * MW_UNIT;
 	int was = s->thp;
 
-	if (was == MW_THP_ON || !g.thp || len < MW_THP_MIN || mwh_share_on())
+	if (was == MW_THP_ON || len < MW_THP_MIN || mwh_share_on() ||
+	    !mwh_thp_wanted())
 		return;
 	s->thp = MW_THP_ON;
 	if (was == MW_THP_NONE &&
@@ -632,6 +667,19 @@ void mwh_span_thp_stale(struct mw_page *s)
 	if (s->thp == MW_THP_ON)
 		s->thp = MW_THP_STALE;
 	mwh_span_thp(s);
+}
+
+/* Fresh zero pages over [a, a + len) of the arena (or of the shareable
+ * heap's private units), without huge pages as the arena was reserved;
+ * -1 if they could not be mapped (a hole). */
+int mwh_map_fresh(uintptr_t a, size_t len)
+{
+	if (mw_raw_failed((long)mw_raw_mmap(
+		    (void *)a, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)))
+		return -1;
+	mw_raw(SYS_madvise, a, len, MADV_NOHUGEPAGE);
+	return 0;
 }
 
 /* A span whose pages were moved away (realloc, alloc_posix.c) and replaced
