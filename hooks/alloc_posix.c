@@ -164,8 +164,26 @@ static int mwh_roomy(void *p)
 	return pg->kind == MW_KIND_LARGE && pg->roomy;
 }
 
+/* Both are small blocks (sizes multiples of 16) of at least n bytes: whole
+ * 16-byte words, inline for the short ones printf() grows. */
+static inline void mwh_copy_small(void *q, const void *p, size_t n)
+{
+	typedef char mw_w16 __attribute__((vector_size(16), may_alias));
+	mw_w16 *d = q;
+	const mw_w16 *s = p;
+	size_t i;
+
+	if (n > 128) {
+		memcpy(q, p, n);
+		return;
+	}
+	for (i = 0; i < (n + 15) / 16; i++)
+		d[i] = s[i];
+}
+
 void *mw_realloc(void *p, size_t n)
 {
+	struct mw_page *pg;
 	size_t have;
 	int moved;
 	void *q;
@@ -182,6 +200,22 @@ void *mw_realloc(void *p, size_t n)
 	if (n == 0) { /* glibc: free and return NULL */
 		mw_free(p);
 		return NULL;
+	}
+	pg = mw_page_of(p);
+	/* Small to small, without a call: glibc grows a small chunk in place
+	 * where ours changes class (sqlite's printf(): 16 to 24 bytes, 150000
+	 * times in the bench's sqlite3 run, 1.5 % of its time out of line). */
+	if (pg->kind == MW_KIND_SMALL && !pg->has_aligned &&
+	    n <= MW_SMALL_MAX) {
+		have = pg->block;
+		if (n <= have && n >= have / 2)
+			return p;
+		q = mw_malloc_inline(n);
+		if (q) {
+			mwh_copy_small(q, p, n < have ? n : have);
+			mw_free_inline(p);
+		}
+		return q;
 	}
 	have = mw_malloc_usable_size(p);
 	if (n <= have &&

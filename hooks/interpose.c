@@ -153,6 +153,13 @@ MWH_EXPORT void *pvalloc(size_t n)
 /* glibc's own versions are looked up lazily if asked before installation */
 MWH_EXPORT size_t malloc_usable_size(void *p)
 {
+	/* a small block's start: inline (sqlite asks at every free) */
+	if (mw_owns(p)) {
+		const struct mw_page *pg = mw_page_of(p);
+
+		if (pg->kind == MW_KIND_SMALL && !pg->has_aligned)
+			return pg->block;
+	}
 	if (p && !mw_owns(p) && !mw_libc_usable_size)
 		mw_libc_syms();
 	return mw_malloc_usable_size(p);

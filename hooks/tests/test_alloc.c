@@ -97,6 +97,38 @@ static void test_sizes(void)
 	printf("ok: sizes 0..12 MB, patterns, realloc\n");
 }
 
+/* realloc between small classes copies in 16-byte words (alloc_posix.c):
+ * every byte of the kept prefix, for each pair of sizes, from plain and
+ * from aligned blocks, and across the small/large border. */
+static void test_realloc_small(void)
+{
+	static const size_t sz[] = {1,	 8,   15,   16,	  17,	 24,	31,
+				    32,	 33,  100,  127,  128,	 129,	255,
+				    500, 513, 4096, 4097, 20000, 32768, 40000};
+	const size_t ns = sizeof(sz) / sizeof(sz[0]);
+	size_t a, b, i, keep;
+	int bad = 0, al;
+
+	for (al = 0; al < 2; al++)
+		for (a = 0; a < ns; a++)
+			for (b = 0; b < ns; b++) {
+				unsigned char *p = al ? mw_memalign(64, sz[a])
+						      : mw_malloc(sz[a]);
+
+				for (i = 0; i < sz[a]; i++)
+					p[i] = (unsigned char)(i * 7 + a + b);
+				p = mw_realloc(p, sz[b]);
+				keep = sz[a] < sz[b] ? sz[a] : sz[b];
+				for (i = 0; p && i < keep; i++)
+					bad += p[i] !=
+					       (unsigned char)(i * 7 + a + b);
+				bad += !p || mw_malloc_usable_size(p) < sz[b];
+				mw_free(p);
+			}
+	CHECK(!bad, "realloc between sizes: %d bad bytes or sizes\n", bad);
+	printf("ok: realloc between small and large sizes, every byte kept\n");
+}
+
 static void test_align(void)
 {
 	size_t a, n;
@@ -729,6 +761,7 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	test_sizes();
+	test_realloc_small();
 	test_align();
 	test_align_small_n();
 	test_align_glibc_semantics();
