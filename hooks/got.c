@@ -164,6 +164,45 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 	return 0;
 }
 
+/*
+ * Whose malloc the process runs: the first object in load order (the order
+ * of the global symbol search) that defines one. Ours takes over only from
+ * glibc, whose blocks it tells apart and hands back: another allocator's
+ * (jemalloc, tcmalloc or mimalloc preloaded or linked ahead of us, a heap
+ * profiler's wrappers) would reach glibc's free and realloc once our GOT
+ * rewrite made ours the process's malloc (realloc(): invalid pointer).
+ */
+static const char *foreign_name;
+
+static int mw_malloc_owner_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	const char *n = info->dlpi_name ? info->dlpi_name : "";
+	struct mw_elf e;
+	uintptr_t m;
+
+	(void)sz;
+	(void)arg;
+	if (mw_elf_from_phdr(&e, info->dlpi_addr, n, info->dlpi_phdr,
+			     info->dlpi_phnum) != 0 ||
+	    mw_skip_object(info, &e))
+		return 0;
+	m = mw_elf_lookup(&e, "malloc", NULL);
+	if (!m)
+		return 0;
+	if (m != (uintptr_t)mw_i_malloc &&
+	    !mw_elf_lookup(&e, "__libc_start_main", NULL))
+		foreign_name = *n ? n : "the program";
+	return 1;
+}
+
+const char *mw_malloc_foreign(void)
+{
+	foreign_name = NULL;
+	if (!mw_is_static())
+		dl_iterate_phdr(mw_malloc_owner_cb, NULL);
+	return foreign_name;
+}
+
 int mw_got_install(int alloc, int mem)
 {
 	int groups = (alloc ? G_ALLOC : 0) | (mem ? G_MEM : 0);

@@ -52,6 +52,10 @@ MWH_HIDDEN const char *mw_hooks_decision(void);
  * libc's entry points were then not patched and FREE support is not
  * claimed. 0 for an installation at startup (or hooks inactive). */
 MWH_HIDDEN int mw_hooks_installed_late(void);
+/* The object whose malloc the process runs when that is another allocator
+ * than ours or glibc's (preloaded or linked ahead of us): ours is then not
+ * installed. NULL otherwise (or hooks inactive). */
+MWH_HIDDEN const char *mw_hooks_foreign_allocator(void);
 /* One callback (the library core); NULL detaches. */
 MWH_HIDDEN void mw_hooks_set_release_cb(mw_release_fn fn);
 /*

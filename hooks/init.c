@@ -29,6 +29,7 @@ MWH_HIDDEN volatile int mw_hooks_on;
 static atomic_int decide_state;		/* 0 no, 1 running, 2 done */
 static int want_hooks, lp_asked;
 static const char *why = "not decided yet";
+static const char *foreign; /* another allocator's object */
 
 static atomic_int install_state;	/* 0 no, 1 running, 2 done */
 static int active;
@@ -70,7 +71,15 @@ void mw_early_decide(void)
 	want_hooks = mw_decide(&why, &lp_asked);
 	/* test/diagnostic knob: hooks without our allocator (glibc's stays) */
 	a = mw_env("MMUWATCH_HOOKS_ALLOCATOR");
-	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO) &&
+	/* ours takes over from glibc only (mw_malloc_foreign); the test
+	 * variant can take over anyway: the control of test_foreign */
+	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO))
+		foreign = mw_malloc_foreign();
+#ifdef MW_TESTING
+	if (mw_env("MMUWATCH_HOOKS_TEST_TAKE_FOREIGN"))
+		foreign = NULL;
+#endif
+	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO) && !foreign &&
 	    mw_alloc_prepare() == 0)
 		mw_alloc_mode = MW_ALLOC_OURS;
 	else
@@ -165,6 +174,30 @@ static void mw_say_late(void)
 	mw_raw_write_str(2, msg);
 }
 
+/* Said once when leave-pinned was asked for: whose allocator stays. */
+static void mw_say_foreign(void)
+{
+	const char *parts[] = {
+		"mmuwatch: hooks: malloc here is ",
+		foreign,
+		"'s: it stays the allocator (ours would hand its blocks to "
+		"glibc); its free() counts as seen only when its release of a "
+		"big block reaches the hooks (self-test)\n",
+	};
+	char msg[768];
+	size_t m = 0, i, l;
+
+	for (i = 0; i < 3; i++) {
+		l = strlen(parts[i]);
+		if (m + l >= sizeof(msg))
+			l = sizeof(msg) - 1 - m;
+		memcpy(msg + m, parts[i], l);
+		m += l;
+	}
+	msg[m] = 0;
+	mw_raw_write_str(2, msg);
+}
+
 static void mw_warn_missing(void)
 {
 	mw_raw_write_str(2, (support & MW_HOOKS_SUPPORT_FREE) ?
@@ -223,6 +256,8 @@ int mw_hooks_init(void)
 		if (late)
 			support &= ~MW_HOOKS_SUPPORT_FREE;
 		active = 1;
+		if (foreign && lp_asked)
+			mw_say_foreign();
 		if (late)
 			mw_say_late();
 		else if (lp_asked && support != (MW_HOOKS_SUPPORT_FREE |
@@ -246,6 +281,11 @@ unsigned mw_hooks_support(void)
 const char *mw_hooks_decision(void)
 {
 	return why;
+}
+
+const char *mw_hooks_foreign_allocator(void)
+{
+	return mw_hooks_active() ? foreign : NULL;
 }
 
 int mw_hooks_installed_late(void)

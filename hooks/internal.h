@@ -83,6 +83,9 @@ MWH_HIDDEN void mw_elf_load_span(const struct dl_phdr_info *info, uintptr_t *lo,
 
 /* got.c: GOT relocation in every loaded object and on dlopen. */
 MWH_HIDDEN int mw_got_install(int alloc, int mem);
+/* The object whose malloc the process runs when that is neither ours nor
+ * glibc's (another allocator ahead of us), else NULL. */
+MWH_HIDDEN const char *mw_malloc_foreign(void);
 MWH_HIDDEN unsigned long mw_got_patched(void);
 
 /* patch.c: libc entry patching. */

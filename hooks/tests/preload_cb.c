@@ -21,6 +21,12 @@ __attribute__((visibility("default"))) int mwtest_owns(const void *p)
 	return mw_owns(p);
 }
 
+/* The other allocator left in charge, or NULL (hooks/README.md). */
+__attribute__((visibility("default"))) const char *mwtest_foreign(void)
+{
+	return mw_hooks_foreign_allocator();
+}
+
 static void cb(uintptr_t s, uintptr_t e, enum mw_release_kind k)
 {
 	struct mwtest_state *t = &mwtest_state;

@@ -110,6 +110,32 @@ w=$($LP $T/test_conflict 2>&1 >/dev/null | grep -c 'already patched by another l
 control "co-existence without the other library" \
 	$LP MWT_PATCHER_OFF=1 $T/test_conflict
 
+# --- another allocator ahead of ours stays the allocator --------------------
+# (test_foreign.c): preloaded before us, or there when we are dlopen'ed
+# after blocks were handed out; ours first is the contrast. The control
+# takes over anyway (test variant): the old blocks reach glibc.
+for a in jemalloc mimalloc; do
+	so=$(ldconfig -p | sed -n "s/^[[:space:]]*lib$a\.so\.[0-9.]* .*=> //p" | head -n 1)
+	if [ -z "$so" ]; then
+		echo "ok - another allocator ahead: $a # SKIP lib$a not installed"
+		continue
+	fi
+	run "another allocator ahead: $a preloaded before us stays" \
+		$LP LD_PRELOAD=$so:$PRELOAD $T/test_foreign $a
+	run "another allocator ahead: $a, ours dlopen'ed after its blocks" \
+		$LP LD_PRELOAD=$so $T/test_foreign --late $PRELOAD $a
+	run "another allocator behind: ours preloaded first is the allocator" \
+		$LP LD_PRELOAD=$PRELOAD:$so $T/test_foreign --expect-ours $a
+	control "another allocator ahead: $a, ours taking over" \
+		$LP MMUWATCH_HOOKS_TEST_TAKE_FOREIGN=1 LD_PRELOAD=$so \
+		$T/test_foreign --late $PRELOAD $a
+	[ -n "$LIBMMUWATCH" ] && [ -f "$LIBMMUWATCH" ] &&
+		run "another allocator ahead: $a, libmmuwatch.so dlopen'ed late" \
+			sh -c 'o=$("$@" 2>&1) || { echo "$o"; exit 1; }
+				printf "%s\n" "$o" | grep -q "malloc here is .*lib'$a'"' \
+			sh $LP LD_PRELOAD=$so $T/test_foreign --late $LIBMMUWATCH $a
+done
+
 if command -v valgrind >/dev/null 2>&1; then
 	VG="valgrind -q --error-exitcode=9 --smc-check=all"
 	run "valgrind: matrix" $VG $T/test_matrix
