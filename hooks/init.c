@@ -134,6 +134,23 @@ static int mw_thread_count(void)
 	return count ? count : 1;
 }
 
+/* One line on stderr from parts, without malloc (cut at 767 bytes). */
+static void mw_say_parts(const char *const *parts, size_t n)
+{
+	char msg[768];
+	size_t m = 0, i, l;
+
+	for (i = 0; i < n; i++) {
+		l = strlen(parts[i]);
+		if (m + l >= sizeof(msg))
+			l = sizeof(msg) - 1 - m;
+		memcpy(msg + m, parts[i], l);
+		m += l;
+	}
+	msg[m] = 0;
+	mw_raw_write_str(2, msg);
+}
+
 /* Installed while other threads run (the library dlopen'ed by a program
  * that has threads): overwriting the first bytes of libc's functions could
  * crash a thread that is executing them, so that is not done, and the
@@ -141,11 +158,10 @@ static int mw_thread_count(void)
  * blocks it handed out before, malloc_trim, thread stacks). Said once. */
 static void mw_say_late(void)
 {
-	char msg[512], num[12];
-	size_t m = 0, k = sizeof(num);
+	char num[12];
+	size_t k = sizeof(num);
 	unsigned v = (unsigned)late;
 	const char *parts[4];
-	int i;
 
 	num[--k] = 0;
 	do
@@ -162,16 +178,7 @@ static void mw_say_late(void)
 	parts[3] = lp_asked ? "; cached registrations can go stale - load "
 			      "mmuwatch.ko, or load libmmuwatch at startup\n" :
 			      "\n";
-	for (i = 0; i < 4; i++) {
-		size_t l = strlen(parts[i]);
-
-		if (m + l >= sizeof(msg))
-			break;
-		memcpy(msg + m, parts[i], l);
-		m += l;
-	}
-	msg[m] = 0;
-	mw_raw_write_str(2, msg);
+	mw_say_parts(parts, 4);
 }
 
 /* Said once when leave-pinned was asked for: whose allocator stays. */
@@ -184,18 +191,8 @@ static void mw_say_foreign(void)
 		"glibc); its free() counts as seen only when its release of a "
 		"big block reaches the hooks (self-test)\n",
 	};
-	char msg[768];
-	size_t m = 0, i, l;
 
-	for (i = 0; i < 3; i++) {
-		l = strlen(parts[i]);
-		if (m + l >= sizeof(msg))
-			l = sizeof(msg) - 1 - m;
-		memcpy(msg + m, parts[i], l);
-		m += l;
-	}
-	msg[m] = 0;
-	mw_raw_write_str(2, msg);
+	mw_say_parts(parts, 3);
 }
 
 static void mw_warn_missing(void)
