@@ -42,6 +42,7 @@ static const struct {
 	{ "valloc", (void *)mw_i_valloc, G_ALLOC },
 	{ "pvalloc", (void *)mw_i_pvalloc, G_ALLOC },
 	{ "malloc_usable_size", (void *)mw_i_malloc_usable_size, G_ALLOC },
+	/* the names above own blocks (ALLOC_OWNED); these only tune */
 	{ "malloc_trim", (void *)mw_i_malloc_trim, G_ALLOC },
 	{ "mallopt", (void *)mw_i_mallopt, G_ALLOC },
 	{ "munmap", (void *)mw_i_munmap, G_MEM },
@@ -57,6 +58,12 @@ static const struct {
 	{ "dlopen", (void *)mw_i_dlopen, G_MEM },
 	{ "dlmopen", (void *)mw_i_dlmopen, G_MEM },
 };
+
+#define ALLOC_OWNED 10u /* the first ten: malloc .. malloc_usable_size */
+
+_Static_assert(sizeof(targets) / sizeof(targets[0]) > ALLOC_OWNED &&
+		       ALLOC_OWNED < 32,
+	       "ALLOC_OWNED: the block-owning names");
 
 static unsigned long patched;
 
@@ -165,20 +172,28 @@ static int mw_got_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 }
 
 /*
- * Whose malloc the process runs: the first object in load order (the order
- * of the global symbol search) that defines one. Ours takes over only from
- * glibc, whose blocks it tells apart and hands back: another allocator's
- * (jemalloc, tcmalloc or mimalloc preloaded or linked ahead of us, a heap
- * profiler's wrappers) would reach glibc's free and realloc once our GOT
- * rewrite made ours the process's malloc (realloc(): invalid pointer).
+ * Whose allocator the process runs: for each name of the family that hands
+ * out or takes back blocks, the first object in load order (the order of
+ * the global symbol search) that defines it. Ours takes over only when each
+ * is glibc's or ours: ours tells glibc's blocks apart and hands them back,
+ * not another allocator's (jemalloc, tcmalloc or mimalloc preloaded or
+ * linked ahead of us), which would reach glibc's free and realloc once our
+ * GOT rewrite made ours the process's malloc (realloc(): invalid pointer).
+ * A wrapper of only some of them (a heap profiler's free or realloc, which
+ * forwards to the next definition, glibc's when we come after libc) counts
+ * too: the rewrite would bypass it, and a pointer to it taken earlier would
+ * hand it our blocks for glibc.
  */
 static const char *foreign_name;
+static unsigned owner_left; /* bit i: targets[i] not found yet */
 
 static int mw_malloc_owner_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 {
 	const char *n = info->dlpi_name ? info->dlpi_name : "";
 	struct mw_elf e;
+	int libc_here = -1;
 	uintptr_t m;
+	unsigned i;
 
 	(void)sz;
 	(void)arg;
@@ -186,18 +201,30 @@ static int mw_malloc_owner_cb(struct dl_phdr_info *info, size_t sz, void *arg)
 			     info->dlpi_phnum) != 0 ||
 	    mw_skip_object(info, &e))
 		return 0;
-	m = mw_elf_lookup(&e, "malloc", NULL);
-	if (!m)
-		return 0;
-	if (m != (uintptr_t)mw_i_malloc &&
-	    !mw_elf_lookup(&e, "__libc_start_main", NULL))
-		foreign_name = *n ? n : "the program";
-	return 1;
+	for (i = 0; i < ALLOC_OWNED; i++) {
+		if (!(owner_left & 1u << i))
+			continue;
+		m = mw_elf_lookup(&e, targets[i].name, NULL);
+		if (!m)
+			continue;
+		owner_left &= ~(1u << i);
+		if (m == (uintptr_t)targets[i].ours)
+			continue;
+		if (libc_here < 0)
+			libc_here =
+				!!mw_elf_lookup(&e, "__libc_start_main", NULL);
+		if (!libc_here) {
+			foreign_name = *n ? n : "the program";
+			return 1;
+		}
+	}
+	return !owner_left;
 }
 
 const char *mw_malloc_foreign(void)
 {
 	foreign_name = NULL;
+	owner_left = (1u << ALLOC_OWNED) - 1;
 	if (!mw_is_static())
 		dl_iterate_phdr(mw_malloc_owner_cb, NULL);
 	return foreign_name;

@@ -185,11 +185,12 @@ static void mw_say_late(void)
 static void mw_say_foreign(void)
 {
 	const char *parts[] = {
-		"mmuwatch: hooks: malloc here is ",
+		"mmuwatch: hooks: the allocator here is ",
 		foreign,
-		"'s: it stays the allocator (ours would hand its blocks to "
-		"glibc); its free() counts as seen only when its release of a "
-		"big block reaches the hooks (self-test)\n",
+		"'s (its malloc or free comes first): ours stays out, as it "
+		"would hand that allocator's blocks to glibc; its free() "
+		"counts as seen only when its release of a big block "
+		"reaches the hooks (self-test)\n",
 	};
 
 	mw_say_parts(parts, 3);

@@ -132,9 +132,23 @@ for a in jemalloc mimalloc; do
 	[ -n "$LIBMMUWATCH" ] && [ -f "$LIBMMUWATCH" ] &&
 		run "another allocator ahead: $a, libmmuwatch.so dlopen'ed late" \
 			sh -c 'o=$("$@" 2>&1) || { echo "$o"; exit 1; }
-				printf "%s\n" "$o" | grep -q "malloc here is .*lib'$a'"' \
+				printf "%s\n" "$o" | grep -q "allocator here is .*lib'$a'"' \
 			sh $LP LD_PRELOAD=$so $T/test_foreign --late $LIBMMUWATCH $a
 done
+# a heap profiler's wrappers of free and realloc alone, ahead of us
+W=$T/libmwt_wrapfree.so
+run "another allocator ahead: free/realloc wrappers preloaded before us" \
+	$LP LD_PRELOAD=$W:$PRELOAD $T/test_foreign wrapfree
+run "another allocator ahead: free/realloc wrappers, ours dlopen'ed late" \
+	$LP LD_PRELOAD=$W $T/test_foreign --late $PRELOAD wrapfree
+run "another allocator behind: free/realloc wrappers after ours" \
+	$LP LD_PRELOAD=$PRELOAD:$W $T/test_foreign --expect-ours wrapfree
+# (fails for its reason: the wrapper no longer sees the program's free)
+control "another allocator ahead: free/realloc wrappers, ours taking over" \
+	sh -c 'o=$("$@" 2>&1); r=$?; printf "%s\n" "$o"
+		[ $r -eq 0 ] || ! printf "%s\n" "$o" | grep -q "free was bypassed"' \
+	sh $LP MMUWATCH_HOOKS_TEST_TAKE_FOREIGN=1 LD_PRELOAD=$W \
+	$T/test_foreign --late $PRELOAD wrapfree
 
 if command -v valgrind >/dev/null 2>&1; then
 	VG="valgrind -q --error-exitcode=9 --smc-check=all"

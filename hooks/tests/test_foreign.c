@@ -10,8 +10,11 @@
  * --late dlopens the hooks library after blocks were handed out (an MPI
  * component loading it); NAME is a part of the allocator's file name that
  * the hooks must report. With libmmuwatch.so as LIB (no test record in
- * it) only the old blocks are checked; its stderr names the allocator. --expect-ours: our library comes first, so ours
- * is the allocator (the contrast).
+ * it) only the old blocks are checked; its stderr names the allocator.
+ * --expect-ours: our library comes first, so ours is the allocator (the
+ * contrast). A wrapper of only free and realloc (wrapfree_lib.c, a heap
+ * profiler's) ahead of us counts as another allocator, and its free must
+ * keep seeing the program's calls.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -35,7 +38,8 @@ int main(int argc, char **argv)
 	int (*owns)(const void *);
 	const char *(*foreign)(void);
 	void *h = RTLD_DEFAULT, *p;
-	unsigned long m;
+	unsigned long m, c;
+	atomic_ulong *wc;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--late") && i + 1 < argc)
@@ -91,7 +95,12 @@ int main(int argc, char **argv)
 		      name, f ? f : "none");
 		CHECK(!owns(p), "ours took over from %s\n", name);
 	}
+	wc = (atomic_ulong *)dlsym(RTLD_DEFAULT, "mwt_wrap_calls");
+	c = wc ? atomic_load(wc) : 0;
 	free(p);
+	/* a wrapper's own hook (wrapfree_lib.c) keeps seeing the calls */
+	CHECK(!wc || expect_ours || atomic_load(wc) > c,
+	      "the wrapper's free was bypassed\n");
 old_blocks:
 	/* the old blocks go back to the allocator that made them */
 	for (i = 0; i < NOLD; i++) {

@@ -71,9 +71,11 @@ $(T)/libmwt_relro_cut.so: $(T)/libmwt_relro.so $(T)/relro_cut
 	$(T)/relro_cut $< $@
 $(T)/test_late: tests/test_late.c tests/mwtest.h tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
-TESTS += $(T)/test_foreign
+TESTS += $(T)/test_foreign $(T)/libmwt_wrapfree.so
 $(T)/test_foreign: tests/test_foreign.c tests/mwtest.h tests/check.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
+$(T)/libmwt_wrapfree.so: tests/wrapfree_lib.c | $(T)
+	$(CC) $(TCFLAGS) -fPIC -shared -o $@ $< -ldl
 $(T)/release_count: tests/release_count.c tests/mwtest.h | $(T)
 	$(CC) $(TCFLAGS) -o $@ $< -ldl
 $(T)/bench_alloc: tests/bench_alloc.c $(TARCHIVE) | $(T)
