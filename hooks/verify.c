@@ -253,16 +253,19 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
  *    release it through calls we check (munmap & co., in its own object's
  *    GOT, check 3): nothing to lose. When the object allocates from a
  *    foreign allocator (its malloc slot redirected, as UCX's libucm does
- *    with its own ptmalloc), that allocator's releases must reach us: its
- *    malloc/free pair is probed once (a 64 MiB block, above any mmap
- *    threshold, freed at once by ptmalloc-style allocators: did the
- *    release reach us?). An allocator that keeps the block (jemalloc's
- *    decay) fails the probe: lost, fail closed; a mix we cannot pair
- *    (foreign release, foreign non-malloc allocation) is lost too.
+ *    with its own ptmalloc; jemalloc or mimalloc preloaded), that
+ *    allocator's releases must reach us: each foreign allocation function
+ *    the object calls is probed once with the free it calls (a 64 MiB
+ *    block, above any mmap threshold, freed at once by ptmalloc-style
+ *    allocators and by jemalloc's and mimalloc's big-block paths: did the
+ *    release reach us?). An allocator that keeps the block fails the
+ *    probe: lost, fail closed; so does a foreign release with no foreign
+ *    free to pair with (realloc alone).
  * A target is foreign when it is neither ours, nor libc's definition, nor
  * a lazy PLT stub of the object (it binds to the first definition,
  * ours or libc's, and is checked again once bound). */
-enum { A_MALLOC, A_FREE, A_REL, A_ALLOC, A_N };
+enum { A_MALLOC, A_FREE, A_REL, A_ALLOC };
+enum { I_FREE = 1 }; /* afns[I_FREE]: the free every probe pairs with */
 static const struct {
 	const char *name;
 	void *ours;
@@ -287,7 +290,7 @@ static int have_alibc = -1;
 static struct {
 	uintptr_t m, f;
 	int ok;
-} aprobed[8];
+} aprobed[16];
 static unsigned naprobed;
 #ifdef MW_TESTING
 static int alloc_test_off = -1;
@@ -295,10 +298,31 @@ static int alloc_test_off = -1;
 #define alloc_test_off 0 /* the shipped library always checks */
 #endif
 
-/* Did the pair's free of a fresh block reach our release path? The
- * release is delivered as usual (fresh memory: nobody watches it; other
- * memory the allocator gives back meanwhile must not go unseen). */
-static int mw_alloc_probe(uintptr_t m, uintptr_t f)
+/* A fresh block of ALLOC_PROBE bytes from allocation function k at m. */
+static void *mw_alloc_call(size_t k, uintptr_t m)
+{
+	const char *nm = afns[k].name;
+	void *p = NULL;
+
+	if (afns[k].kind == A_MALLOC || !strcmp(nm, "valloc") ||
+	    !strcmp(nm, "pvalloc"))
+		return ((void *(*)(size_t))m)(ALLOC_PROBE);
+	if (!strcmp(nm, "calloc"))
+		return ((void *(*)(size_t, size_t))m)(1, ALLOC_PROBE);
+	if (!strcmp(nm, "posix_memalign")) {
+		int (*pm)(void **, size_t, size_t) =
+			(int (*)(void **, size_t, size_t))m;
+
+		return pm(&p, 64, ALLOC_PROBE) ? NULL : p;
+	}
+	return ((void *(*)(size_t, size_t))m)(64, ALLOC_PROBE);
+}
+
+/* Did the free of a fresh block from that allocation function reach our
+ * release path? The release is delivered as usual (fresh memory: nobody
+ * watches it; other memory the allocator gives back meanwhile must not
+ * go unseen). */
+static int mw_alloc_probe(size_t k, uintptr_t m, uintptr_t f)
 {
 	void *p;
 	unsigned i;
@@ -307,7 +331,7 @@ static int mw_alloc_probe(uintptr_t m, uintptr_t f)
 	for (i = 0; i < naprobed; i++)
 		if (aprobed[i].m == m && aprobed[i].f == f)
 			return aprobed[i].ok;
-	p = ((void *(*)(size_t))m)(ALLOC_PROBE);
+	p = mw_alloc_call(k, m);
 	ok = 0;
 	if (p) {
 		mw_release_watch((uintptr_t)p, (uintptr_t)p + ALLOC_PROBE);
@@ -327,7 +351,7 @@ struct gwalk {
 	uintptr_t lo, hi; /* the object being walked */
 	uintptr_t base;	  /* its load bias (dlpi_addr) */
 	const struct dl_phdr_info *info;
-	uintptr_t aval[A_N]; /* foreign malloc-family targets, by kind */
+	uintptr_t aval[NA]; /* foreign malloc-family targets (afns order) */
 };
 
 /*
@@ -376,24 +400,39 @@ static void mw_note_alloc(struct gwalk *g, const char *nm, uintptr_t v)
 			continue;
 		if (v && !mw_unrelocated(g, v) &&
 		    v != (uintptr_t)afns[k].ours && !mw_lazy_stub(g, v) &&
-		    !(have_alibc == 1 &&
-		      v == mw_elf_lookup(&alibc, nm, NULL)) &&
-		    !g->aval[afns[k].kind])
-			g->aval[afns[k].kind] = v;
+		    !(have_alibc == 1 && v == mw_elf_lookup(&alibc, nm, NULL)))
+			g->aval[k] = v;
 		return;
 	}
 }
 
+/* Each foreign allocation function the object calls is probed with the
+ * free it calls (liburing takes calloc and free, no malloc, from a
+ * preloaded jemalloc); a foreign realloc or malloc_trim without a foreign
+ * free to pair with cannot be probed. */
 static void mw_check_alloc(const char *obj, const struct gwalk *g)
 {
 	const uintptr_t *a = g->aval;
+	int rel = 0, alloc = 0;
+	size_t k;
 
-	if (!a[A_FREE] && !a[A_REL])
+	for (k = 0; k < NA; k++) {
+		rel |= a[k] && afns[k].kind == A_REL;
+		alloc |= a[k] &&
+			 (afns[k].kind == A_MALLOC || afns[k].kind == A_ALLOC);
+	}
+	if (!a[I_FREE] && !rel)
 		return; /* no foreign release */
-	if (!a[A_MALLOC] && !a[A_ALLOC])
+	if (!alloc)
 		return; /* memory from ours or glibc: see above */
-	if (a[A_MALLOC] && a[A_FREE] && mw_alloc_probe(a[A_MALLOC], a[A_FREE]))
-		return;
+	if (!a[I_FREE])
+		goto lost;
+	for (k = 0; k < NA; k++)
+		if (a[k] && afns[k].kind != A_FREE && afns[k].kind != A_REL &&
+		    !mw_alloc_probe(k, a[k], a[I_FREE]))
+			goto lost;
+	return;
+lost:
 	mw_lose(MW_HOOKS_LOST_FREE, *obj ? "free" : "free(main)");
 }
 

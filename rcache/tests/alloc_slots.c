@@ -7,9 +7,10 @@
  * mapped again at the same address and looked up must not be a hit: the
  * bypass check (the periodic GOT walk, <= 1 s) finds the pair foreign,
  * probes it, sees that its free does not reach us and drops FREE, so the
- * cache registers afresh. Negative control
- * (MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1, the malloc-slot check off): a
- * stale hit. No false alarm: redirecting only free, to a wrapper that
+ * cache registers afresh. The same with calloc and free taken (no malloc
+ * slot: the free is probed with the calloc it pairs with). Negative
+ * control (MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1, the malloc-slot check
+ * off): a stale hit. No false alarm: redirecting only free, to a wrapper that
  * forwards to the process's free (our allocator's memory, handed back to
  * it), keeps FREE.
  *   alloc_slots [SUBTEST...]
@@ -38,7 +39,7 @@ static int free_lost_within(double s)
 }
 
 static void *load(int (**redirect)(int), void *(**alloc)(size_t),
-		  void (**release)(void *))
+		  void (**release)(void *), int use_calloc)
 {
 	char lib[PATH_MAX];
 	void *h;
@@ -51,12 +52,13 @@ static void *load(int (**redirect)(int), void *(**alloc)(size_t),
 		return NULL;
 	}
 	*(void **)redirect = dlsym(h, "oal_redirect");
-	*(void **)alloc = dlsym(h, "oal_alloc");
+	*(void **)alloc = dlsym(h, use_calloc ? "oal_calloc" : "oal_alloc");
 	*(void **)release = dlsym(h, "oal_free");
 	return *redirect && *alloc && *release ? h : NULL;
 }
 
-static int own_allocator(int control)
+/* mode 1: its malloc and free slots taken; 2: its calloc and free */
+static int own_allocator(int mode, int control)
 {
 	struct mw_rcache_params p = {.ops = &c_ops};
 	struct mw_rcache *rc = NULL;
@@ -75,10 +77,11 @@ static int own_allocator(int control)
 		     mw_source_name(mw_source()));
 	if ((mw_support() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
 		SKIP("the hooks source does not guarantee caching here");
-	if (!load(&redirect, &alloc, &release))
+	if (!load(&redirect, &alloc, &release, mode == 2))
 		return 2;
 	CHECK(mw_support() & MW_SUPPORT_FREE, "FREE claimed after the load");
-	CHECK(redirect(1) == 2, "the library took its malloc and free slots");
+	CHECK(redirect(mode) == 2, "the library took its %s and free slots",
+	      mode == 2 ? "calloc" : "malloc");
 	lost = free_lost_within(2.5);
 	CHECK(!mw_rcache_create(&p, &rc), "create");
 	b = alloc(LEN);
@@ -115,11 +118,19 @@ static int own_allocator(int control)
 
 static int t_own(void)
 {
-	return own_allocator(0);
+	return own_allocator(1, 0);
 }
 static int t_own_control(void)
 {
-	return own_allocator(1);
+	return own_allocator(1, 1);
+}
+static int t_own_calloc(void)
+{
+	return own_allocator(2, 0);
+}
+static int t_own_calloc_control(void)
+{
+	return own_allocator(2, 1);
 }
 
 static int t_wrapper(void)
@@ -136,7 +147,7 @@ static int t_wrapper(void)
 		     mw_source_name(mw_source()));
 	if (!(mw_support() & MW_SUPPORT_FREE))
 		SKIP("FREE is not claimed here");
-	if (!load(&redirect, &alloc, &release))
+	if (!load(&redirect, &alloc, &release, 0))
 		return 2;
 	CHECK(redirect(0) == 1, "the library wrapped its free slot");
 	b = alloc(LEN);
@@ -152,6 +163,10 @@ static const struct subtest tests[] = {
 	{"own_allocator", t_own, {"MMUWATCH_HELPER=0", NULL}},
 	{"own_allocator_negative_control",
 	 t_own_control,
+	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1", NULL}},
+	{"own_calloc", t_own_calloc, {"MMUWATCH_HELPER=0", NULL}},
+	{"own_calloc_negative_control",
+	 t_own_calloc_control,
 	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1", NULL}},
 	{"forwarding_free_no_false_alarm",
 	 t_wrapper,

@@ -4,9 +4,11 @@
  * own GOT slots for malloc and free (as UCX's libucm does with its
  * ptmalloc in reloc mode). oal_redirect(1): both slots go to a private
  * allocator whose free unmaps with a raw system call (a release nobody
- * sees). oal_redirect(0): only free is redirected, to a wrapper that
- * forwards to the process's free (a benign profiler-style wrapper).
- * oal_alloc/oal_free call malloc/free through those slots.
+ * sees); oal_redirect(2): the same through calloc and free (the object
+ * never calls malloc, as liburing). oal_redirect(0): only free is
+ * redirected, to a wrapper that forwards to the process's free (a benign
+ * profiler-style wrapper). oal_alloc/oal_calloc/oal_free call malloc,
+ * calloc and free through those slots.
  * Used by alloc_slots.c.
  */
 #include <dlfcn.h>
@@ -33,6 +35,11 @@ static void *own_malloc(size_t n)
 	return (char *)p + HDR;
 }
 
+static void *own_calloc(size_t k, size_t n)
+{
+	return k && n > (size_t)-1 / k ? NULL : own_malloc(k * n);
+}
+
 static void own_free(void *p)
 {
 	char *b = (char *)p - HDR;
@@ -50,6 +57,11 @@ static void wrap_free(void *p)
 __attribute__((visibility("default"))) void *oal_alloc(size_t n)
 {
 	return malloc(n);
+}
+
+__attribute__((visibility("default"))) void *oal_calloc(size_t n)
+{
+	return calloc(1, n);
 }
 
 __attribute__((visibility("default"))) void oal_free(void *p)
@@ -113,8 +125,11 @@ static int self(struct dl_phdr_info *info, size_t sz, void *arg)
 			void **slot =
 				(void **)(info->dlpi_addr + rel[k][i].r_offset);
 
-			if (w->own && !strcmp(nm, "malloc")) {
+			if (w->own == 1 && !strcmp(nm, "malloc")) {
 				put_slot(slot, (void *)own_malloc);
+				w->n++;
+			} else if (w->own == 2 && !strcmp(nm, "calloc")) {
+				put_slot(slot, (void *)own_calloc);
 				w->n++;
 			} else if (!strcmp(nm, "free")) {
 				put_slot(slot, w->own ? (void *)own_free
