@@ -40,6 +40,9 @@
 #include "hooks/raw.h"
 
 #define SNAP 16
+#define RELEASE_BITS                                                           \
+	(MW_HOOKS_LOST_MUNMAP | MW_HOOKS_LOST_MREMAP | MW_HOOKS_LOST_MADVISE | \
+	 MW_HOOKS_LOST_MAP_FIXED | MW_HOOKS_LOST_BRK)
 
 static const struct {
 	const char *name;
@@ -134,10 +137,19 @@ static void mw_check_code(void)
 {
 	size_t i;
 
-	for (i = 0; i < NF; i++)
-		if (memcmp(snap[i], fns[i].ours, SNAP) != 0 ||
-		    mw_patch_foreign(fns[i].ours))
-			mw_lose(mw_fn_lost_bit(fns[i].fn), fns[i].name);
+	/* our jump at libc's entry leads into the interposer: whoever took
+	 * the interposer also takes glibc's own releases (its free's munmap) */
+	for (i = 0; i < NF; i++) {
+		enum mw_fn f = fns[i].fn;
+		unsigned b = mw_fn_lost_bit(f);
+
+		if (!memcmp(snap[i], fns[i].ours, SNAP) &&
+		    !mw_patch_foreign(fns[i].ours))
+			continue;
+		if (f < MW_FN_SBRK && (mw_patch_mask() & (1U << f)))
+			b |= MW_HOOKS_LOST_LIBC;
+		mw_lose(b, fns[i].name);
+	}
 	for (i = 0; i < MW_FN_SBRK; i++)
 		if ((mw_patch_mask() & (1U << i)) && !mw_patch_is_ours(i))
 			mw_lose(MW_HOOKS_LOST_LIBC, "libc-entry");
@@ -568,6 +580,10 @@ static unsigned mw_hooks_check_f(int wait)
 		next_full_ns = now + 1000000000LL;
 		dl_iterate_phdr(mw_got_cb, NULL);
 	}
+	/* another allocator in charge releases through the calls checked
+	 * above, in its own object: a lost one loses its frees as well */
+	if ((atomic_load(&lost) & RELEASE_BITS) && mw_hooks_foreign_allocator())
+		mw_lose(MW_HOOKS_LOST_FREE, "free(its allocator's releases)");
 	checking = 0;
 	atomic_store(&busy, 0);
 	return atomic_load(&lost);

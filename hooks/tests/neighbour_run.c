@@ -13,7 +13,9 @@
  *    must read invalid after the release and a remap at the same address,
  *    unless mw_support() no longer claims the release path (the cache then
  *    does not cache: fail closed). A watch still valid while the bit is
- *    claimed is a stale hit.
+ *    claimed is a stale hit. Also free() of a 64 MiB block, through
+ *    whichever allocator holds the malloc slots (UCX puts its own there
+ *    in reloc mode): unmapped and mapped again, the same check for FREE.
  * Built with -DMW_ALONE it does their side only, without libmmuwatch: the
  * control that the neighbour alone sees the events.
  * Prints one line "ok <cell>" or "not ok <cell> # <what failed>"; exit 0/1.
@@ -32,6 +34,8 @@
 #ifndef MW_ALONE
 #include "mmuwatch/mmuwatch.h"
 #endif
+
+#define BIG (64UL << 20) /* above every allocator's mmap threshold */
 
 static uintptr_t seen_lo, seen_hi; /* range the op must report */
 static int seen;
@@ -81,6 +85,7 @@ static void check_ours(const char *op, unsigned bit)
 #define MW_SUPPORT_MADVISE 0
 #define MW_SUPPORT_SHMDT   0
 #define MW_SUPPORT_BRK	   0
+#define MW_SUPPORT_FREE	   0
 static void watch(void *p, size_t len)
 {
 	(void)p;
@@ -190,6 +195,26 @@ int main(int argc, char **argv)
 		check_ours("shmdt", MW_SUPPORT_SHMDT);
 		if (q != MAP_FAILED)
 			munmap(q, len);
+	}
+
+	/* free of a big block: whichever allocator holds the malloc slots
+	 * (ours, glibc's, UCX's ptmalloc in reloc mode) unmaps it at once or
+	 * keeps it; unmapped and mapped again, the watch must not be valid
+	 * while FREE is claimed (a kept block keeps its pages: no check) */
+	p = malloc(BIG);
+	if (p) {
+		char *a = (char *)(((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1));
+
+		memset(a, 1, len);
+		watch(a, len);
+		free(p);
+		q = remap(a, len);
+		if (q != MAP_FAILED) {
+			check_ours("free", MW_SUPPORT_FREE);
+			munmap(q, len);
+		} else {
+			check_ours("free (kept)", 0);
+		}
 	}
 
 	/* brk shrink (nothing in between may malloc) */

@@ -177,6 +177,12 @@ check-neighbour: $(NB)
 	export T=$(T) U122=$${u:+$$u/lib}; \
 	MMUWATCH_SOURCE=hooks MMUWATCH_LEAVE_PINNED=1 $(T)/shmdt_whole || exit 1; \
 	sh tests/neighbour.sh || exit 1; \
+	echo "# hooks column again, glibc's allocator (its free's munmap passes our libc jump)"; \
+	MMUWATCH_HOOKS_ALLOCATOR=0 sh tests/neighbour.sh hooks || exit 1; \
+	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_NO_VERIFY=1 MMUWATCH_HOOKS_ALLOCATOR=0" \
+		sh tests/neighbour.sh hooks | grep -c '^not ok.*stale free hit'); \
+	if [ "$$n" -gt 0 ]; then echo "ok - negative control: the free check sees stale free hits without bypass detection ($$n cells)"; \
+	else echo "not ok - negative control: no stale free hit without bypass detection"; exit 1; fi; \
 	n=$$(NB_EXTRA="LD_LIBRARY_PATH=$(LIBT) MMUWATCH_HOOKS_TEST_RAW=1" sh tests/neighbour.sh hooks | \
 		grep -c '^not ok.*bistro.*= -22'); \
 	if [ "$$n" -gt 0 ]; then echo "ok - negative control: raw interposers break UCX bistro in $$n cells"; \
