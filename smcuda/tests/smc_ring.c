@@ -39,8 +39,11 @@ int smc_ring(int mode)
 			CHECK(mw_smc_isend(C, 1, k, (void *)b[k], len, &r[k]) == 0,
 			      "isend");
 		}
-		for (int k = 0; k < M; k++)
-			CHECK(mw_smc_wait(C, r[k], NULL) == 0, "send %d", k);
+		for (int k = 0; k < M; k++) {
+			int e = mw_smc_wait(C, r[k], NULL);
+
+			CHECK(e == 0, "send %d: %s", k, strerror(-e));
+		}
 		for (int k = 0; k <= M; k++)
 			T.MemFree(b[k]);
 	} else {
