@@ -30,6 +30,7 @@ static atomic_int decide_state;		/* 0 no, 1 running, 2 done */
 static int want_hooks, lp_asked;
 static const char *why = "not decided yet";
 static const char *foreign; /* another allocator's object */
+static int alloc_off;	    /* MMUWATCH_HOOKS_ALLOCATOR=0 */
 
 static atomic_int install_state;	/* 0 no, 1 running, 2 done */
 static int active;
@@ -71,16 +72,18 @@ void mw_early_decide(void)
 	want_hooks = mw_decide(&why, &lp_asked);
 	/* test/diagnostic knob: hooks without our allocator (glibc's stays) */
 	a = mw_env("MMUWATCH_HOOKS_ALLOCATOR");
+	alloc_off = a && mw_lp_parse(a) == MW_LP_NO;
 	/* ours takes over from glibc only (mw_malloc_foreign); the test
-	 * variant can take over anyway: the control of test_foreign */
-	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO))
+	 * variant can take over anyway: the control of test_foreign. Known
+	 * with the knob off as well: another allocator's frees are then seen
+	 * only through the release calls it makes (verify.c). */
+	if (want_hooks)
 		foreign = mw_malloc_foreign();
 #ifdef MW_TESTING
 	if (mw_env("MMUWATCH_HOOKS_TEST_TAKE_FOREIGN"))
 		foreign = NULL;
 #endif
-	if (want_hooks && !(a && mw_lp_parse(a) == MW_LP_NO) && !foreign &&
-	    mw_alloc_prepare() == 0)
+	if (want_hooks && !alloc_off && !foreign && mw_alloc_prepare() == 0)
 		mw_alloc_mode = MW_ALLOC_OURS;
 	else
 		mw_alloc_mode = MW_ALLOC_LIBC;	/* and glibc's stays */
@@ -254,7 +257,7 @@ int mw_hooks_init(void)
 		if (late)
 			support &= ~MW_HOOKS_SUPPORT_FREE;
 		active = 1;
-		if (foreign && lp_asked)
+		if (foreign && lp_asked && !alloc_off)
 			mw_say_foreign();
 		if (late)
 			mw_say_late();

@@ -12,6 +12,11 @@
  * (MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1): without the bracket, the same get
  * is a stale hit on the old registration. The helper thread is off in
  * both, so that no periodic check closes the window by chance.
+ * dlopen_window_foreign: the same with another allocator in charge
+ * (run.sh: jemalloc or mimalloc preloaded, MWT_FOREIGN_ALLOC=its name, also
+ * with MMUWATCH_HOOKS_ALLOCATOR=0; no jump at libc's entry, whose loss
+ * would drop FREE by itself): FREE must go with the lost munmap;
+ * negative control (MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1): it stays.
  * fork_during_load: fork() while another thread is inside a load (whose
  * constructor takes nothing away): the child, which never sees that load
  * end, gets the guarantee back at its first check and caches; negative
@@ -53,7 +58,9 @@ static void *loader(void *arg)
 	return dlopen(lib, RTLD_NOW);
 }
 
-static int window(int control)
+enum { W_GUARD_OFF = 1, W_FOREIGN = 2, W_FOREIGN_OFF = 4 };
+
+static int window(int mode)
 {
 	struct mw_rcache_params p = {.ops = &c_ops};
 	int ack[2], go[2], errs = 0, r;
@@ -65,6 +72,10 @@ static int window(int control)
 	pthread_t t;
 	void *h;
 
+	if ((mode & (W_FOREIGN | W_FOREIGN_OFF)) &&
+	    !getenv("MWT_FOREIGN_ALLOC"))
+		SKIP("run by rcache/tests/run.sh with another allocator "
+		     "preloaded (MWT_FOREIGN_ALLOC)");
 	if ((r = hooks_caching_and_lib()))
 		return r;
 	CHECK(!mw_rcache_create(&p, &rc), "create");
@@ -111,7 +122,7 @@ static int window(int control)
 	      h ? lib : dlerror());
 	CHECK(!errs, "no errors (%ld gets during the load before the patch)",
 	      hits);
-	if (control) {
+	if (mode & W_GUARD_OFF) {
 		CHECK(fresh == 0,
 		      "negative control: the get inside the load was a "
 		      "stale hit (%ld fresh registrations)",
@@ -125,6 +136,17 @@ static int window(int control)
 	      "after the load the lost hook is known: support %#x, hooks_lost "
 	      "%llu",
 	      mw_support(), (unsigned long long)st.hooks_lost);
+	/* Another allocator in charge releases its big blocks through the
+	 * munmap that is gone: its frees are lost with it. */
+	if (mode & W_FOREIGN)
+		CHECK(!(mw_support() & MW_SUPPORT_FREE),
+		      "%s's frees are lost with the hook: support %#x",
+		      getenv("MWT_FOREIGN_ALLOC"), mw_support());
+	if (mode & W_FOREIGN_OFF)
+		CHECK(mw_support() & MW_SUPPORT_FREE,
+		      "negative control: with that rule off, FREE is still "
+		      "claimed (support %#x)",
+		      mw_support());
 	before = regs;
 	errs += getput(rc, b, LEN) != 0;
 	errs += getput(rc, b, LEN) != 0;
@@ -226,7 +248,15 @@ static int t_window(void)
 }
 static int t_window_control(void)
 {
-	return window(1);
+	return window(W_GUARD_OFF);
+}
+static int t_window_foreign(void)
+{
+	return window(W_FOREIGN);
+}
+static int t_window_foreign_control(void)
+{
+	return window(W_FOREIGN_OFF);
 }
 
 static const struct subtest tests[] = {
@@ -234,6 +264,12 @@ static const struct subtest tests[] = {
 	{"dlopen_window_negative_control",
 	 t_window_control,
 	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_LOAD_GUARD=1", NULL}},
+	{"dlopen_window_foreign",
+	 t_window_foreign,
+	 {"MMUWATCH_HELPER=0", NULL}},
+	{"dlopen_window_foreign_negative_control",
+	 t_window_foreign_control,
+	 {"MMUWATCH_HELPER=0", "MMUWATCH_HOOKS_TEST_NO_VERIFY_ALLOC=1", NULL}},
 	{"fork_during_load", t_fork_load, {"MMUWATCH_HELPER=0", NULL}},
 	{"fork_during_load_negative_control",
 	 t_fork_load_control,

@@ -115,6 +115,17 @@ for a in jemalloc mimalloc; do
 	run "rcache.oracle_one.hooks.$a.negative_control seed=$SEED" 0 \
 		$TV LD_PRELOAD=$so $T/fuzz --seed $SEED --ops $((OPS / 5)) --no-raw \
 		--no-invalidate --expect-mismatch
+	# A load that takes munmap away takes that allocator's frees with it,
+	# with ours in the running or not (MMUWATCH_HOOKS_ALLOCATOR=0). No
+	# jump at libc's entry (as when installed late): with one, losing it
+	# drops FREE anyway and the control could not tell.
+	for k in 1 0; do
+		run "rcache.dlopen_window.hooks.$a.allocator=$k" 0 \
+			$TV LD_PRELOAD=$so MWT_FOREIGN_ALLOC=$a \
+			MMUWATCH_HOOKS_NO_ENTRY_PATCH=1 \
+			MMUWATCH_HOOKS_ALLOCATOR=$k $T/dlopen_window \
+			dlopen_window_foreign dlopen_window_foreign_negative_control
+	done
 done
 # The known gap of the hooks source: raw syscalls go unseen, so a run with
 # them must show stale hits (this is what the kernel source fixes).
