@@ -276,23 +276,33 @@ static int mw_foreign_ok(enum mw_fn f, uintptr_t target)
  * A target is foreign when it is neither ours, nor libc's definition, nor
  * a lazy PLT stub of the object (it binds to the first definition,
  * ours or libc's, and is checked again once bound). */
-enum { A_MALLOC, A_FREE, A_REL, A_ALLOC };
+/* What a malloc-family function does, and for an allocating one how it is
+ * called for a block of n bytes (mw_alloc_call). */
+enum {
+	A_FREE,	  /* free(p) */
+	A_REL,	  /* releases too: realloc, malloc_trim */
+	A_SIZE,	  /* allocates: f(n) */
+	A_CALLOC, /* f(1, n) */
+	A_ALIGN,  /* f(64, n) */
+	A_POSIX,  /* f(&p, 64, n) */
+};
+#define A_ALLOCATES(kind) ((kind) >= A_SIZE)
 enum { I_FREE = 1 }; /* afns[I_FREE]: the free every probe pairs with */
 static const struct {
 	const char *name;
 	void *ours;
 	int kind;
 } afns[] = {
-	{"malloc", (void *)mw_i_malloc, A_MALLOC},
+	{"malloc", (void *)mw_i_malloc, A_SIZE},
 	{"free", (void *)mw_i_free, A_FREE},
 	{"realloc", (void *)mw_i_realloc, A_REL},
 	{"malloc_trim", (void *)mw_i_malloc_trim, A_REL},
-	{"calloc", (void *)mw_i_calloc, A_ALLOC},
-	{"memalign", (void *)mw_i_memalign, A_ALLOC},
-	{"aligned_alloc", (void *)mw_i_aligned_alloc, A_ALLOC},
-	{"posix_memalign", (void *)mw_i_posix_memalign, A_ALLOC},
-	{"valloc", (void *)mw_i_valloc, A_ALLOC},
-	{"pvalloc", (void *)mw_i_pvalloc, A_ALLOC},
+	{"calloc", (void *)mw_i_calloc, A_CALLOC},
+	{"memalign", (void *)mw_i_memalign, A_ALIGN},
+	{"aligned_alloc", (void *)mw_i_aligned_alloc, A_ALIGN},
+	{"posix_memalign", (void *)mw_i_posix_memalign, A_POSIX},
+	{"valloc", (void *)mw_i_valloc, A_SIZE},
+	{"pvalloc", (void *)mw_i_pvalloc, A_SIZE},
 };
 #define NA	    (sizeof(afns) / sizeof(afns[0]))
 #define ALLOC_PROBE (64UL << 20)
@@ -313,21 +323,21 @@ static int alloc_test_off = -1;
 /* A fresh block of ALLOC_PROBE bytes from allocation function k at m. */
 static void *mw_alloc_call(size_t k, uintptr_t m)
 {
-	const char *nm = afns[k].name;
 	void *p = NULL;
 
-	if (afns[k].kind == A_MALLOC || !strcmp(nm, "valloc") ||
-	    !strcmp(nm, "pvalloc"))
+	switch (afns[k].kind) {
+	case A_SIZE:
 		return ((void *(*)(size_t))m)(ALLOC_PROBE);
-	if (!strcmp(nm, "calloc"))
+	case A_CALLOC:
 		return ((void *(*)(size_t, size_t))m)(1, ALLOC_PROBE);
-	if (!strcmp(nm, "posix_memalign")) {
-		int (*pm)(void **, size_t, size_t) =
-			(int (*)(void **, size_t, size_t))m;
-
-		return pm(&p, 64, ALLOC_PROBE) ? NULL : p;
+	case A_ALIGN:
+		return ((void *(*)(size_t, size_t))m)(64, ALLOC_PROBE);
+	case A_POSIX:
+		if (((int (*)(void **, size_t, size_t))m)(&p, 64, ALLOC_PROBE))
+			p = NULL;
+		break;
 	}
-	return ((void *(*)(size_t, size_t))m)(64, ALLOC_PROBE);
+	return p;
 }
 
 /* Did the free of a fresh block from that allocation function reach our
@@ -430,8 +440,7 @@ static void mw_check_alloc(const char *obj, const struct gwalk *g)
 
 	for (k = 0; k < NA; k++) {
 		rel |= a[k] && afns[k].kind == A_REL;
-		alloc |= a[k] &&
-			 (afns[k].kind == A_MALLOC || afns[k].kind == A_ALLOC);
+		alloc |= a[k] && A_ALLOCATES(afns[k].kind);
 	}
 	if (!a[I_FREE] && !rel)
 		return; /* no foreign release */
@@ -440,7 +449,7 @@ static void mw_check_alloc(const char *obj, const struct gwalk *g)
 	if (!a[I_FREE])
 		goto lost;
 	for (k = 0; k < NA; k++)
-		if (a[k] && afns[k].kind != A_FREE && afns[k].kind != A_REL &&
+		if (a[k] && A_ALLOCATES(afns[k].kind) &&
 		    !mw_alloc_probe(k, a[k], a[I_FREE]))
 			goto lost;
 	return;
