@@ -20,7 +20,8 @@ static inline void local_put(struct mwr_hold *h, struct mwr_region *r)
 	__atomic_store_n(&h->refs, n, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (mwu_unlikely(!n && (mwr_ld_state(r) & MWR_INVALID)))
-		mwr_flag_queue(r->rc, r, h->gen, 0);
+		mwr_flag_queue(__atomic_load_n(&r->rc, __ATOMIC_RELAXED), r,
+			       h->gen, 0);
 }
 
 static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
@@ -163,7 +164,7 @@ try_hit(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 		} while (!mwr_cas_state(r, &st, st + 1));
 		/* Held: its fields are stable now. Was it reused meanwhile? */
 		if (r->rc != rc || r->start > s || r->end < e) {
-			mwr_drop_known(r, locked);
+			mwr_drop_known(r, rc, locked);
 			continue;
 		}
 		if (locked == rc) {
@@ -182,7 +183,7 @@ validate:
 	if (!MWR_TEST(rc, MW_RCACHE_F_TEST_NO_INVALIDATE) &&
 	    mwu_unlikely(!mwu_watch_valid(&r->watch))) {
 		mwr_flag_queue(rc, r, mwr_ld_state(r) >> MWR_GEN_SHIFT, MWR_INVALID);
-		mwr_drop_known(r, locked);
+		mwr_drop_known(r, rc, locked);
 		return NULL;
 	}
 	/* CLOCK bit: racy by design (a lost update costs an eviction
@@ -286,7 +287,7 @@ static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
 
 	if (st & MWR_FREE)
 		return MW_EFOREIGN;
-	if (mwu_likely(!mwr_drop_ref(r, NULL)))
+	if (mwu_likely(!mwr_drop_ref(r, rc, NULL)))
 		return 0;
 	/* No atomic reference: another thread's local one (a put from a
 	 * different thread than the get), or a double put. Count all. No
@@ -301,7 +302,7 @@ static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,
 	__atomic_fetch_add(&r->debt, 1, __ATOMIC_ACQ_REL);
 	st = mwr_ld_state(r);
 	if (!(st & (MWR_INTREE | MWR_QUEUED | MWR_FREE)))
-		mwr_last_ref(r, st >> MWR_GEN_SHIFT, rc);
+		mwr_last_ref(r, rc, st >> MWR_GEN_SHIFT, rc);
 	pthread_mutex_unlock(&rc->lock);
 	return 0;
 }

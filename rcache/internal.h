@@ -251,8 +251,10 @@ static inline int mwr_check_rc(struct mwr_rcache *rc)
 MWU_HIDDEN void mwr_flag_queue(struct mwr_rcache *rc, struct mwr_region *r,
 			       uint64_t gen, uint64_t flags);
 MWU_HIDDEN void mwr_on_invalid(struct mw_watch *w, void *arg);
-MWU_HIDDEN int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *locked);
-MWU_HIDDEN void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *locked);
+MWU_HIDDEN int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *mine,
+			    struct mwr_rcache *locked);
+MWU_HIDDEN void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *mine,
+			       struct mwr_rcache *locked);
 
 /* reclaim.c (lock held) */
 /* Regions out of the tree, chained through lru_next, waiting for one
@@ -279,8 +281,8 @@ MWU_HIDDEN void mwr_zombie_recheck(struct mwr_rcache *rc, size_t max);
 MWU_HIDDEN void mwr_unlink_region(struct mwr_rcache *rc, struct mwr_region *r,
 				  struct mwr_batch *b);
 MWU_HIDDEN void mwr_unlink_all(struct mwr_rcache *rc);
-MWU_HIDDEN void mwr_last_ref(struct mwr_region *r, uint64_t gen,
-			     struct mwr_rcache *locked);
+MWU_HIDDEN void mwr_last_ref(struct mwr_region *r, struct mwr_rcache *rc,
+			     uint64_t gen, struct mwr_rcache *locked);
 
 /* lru.c (lock held) */
 MWU_HIDDEN void mwr_lru_add(struct mwr_rcache *rc, struct mwr_region *r);

@@ -151,13 +151,13 @@ void mwr_zombie_recheck(struct mwr_rcache *rc, size_t max)
 }
 
 /* The last reference of a region out of the tree: reclaim it under its
- * cache's lock. 'locked' is the cache whose lock the caller holds (NULL:
- * none); another cache's region is queued instead, so that no two cache
- * locks ever nest. */
-void mwr_last_ref(struct mwr_region *r, uint64_t gen,
-		     struct mwr_rcache *locked)
+ * cache's lock. 'rc' is the cache it had at generation 'gen', read while
+ * the reference held it; 'locked' is the cache whose lock the caller holds
+ * (NULL: none); another cache's region is queued instead, so that no two
+ * cache locks ever nest. */
+void mwr_last_ref(struct mwr_region *r, struct mwr_rcache *rc, uint64_t gen,
+		  struct mwr_rcache *locked)
 {
-	struct mwr_rcache *rc = r->rc;
 	uint64_t st;
 
 	if (locked && locked != rc) {
@@ -168,7 +168,8 @@ void mwr_last_ref(struct mwr_region *r, uint64_t gen,
 		pthread_mutex_lock(&rc->lock);
 	/* Under the lock: nobody can release or reuse r meanwhile. */
 	st = mwr_ld_state(r);
-	if ((st >> MWR_GEN_SHIFT) != gen || r->rc != rc) {
+	if ((st >> MWR_GEN_SHIFT) != gen ||
+	    __atomic_load_n(&r->rc, __ATOMIC_RELAXED) != rc) {
 		/* released (and maybe reused) by someone else */
 	} else if (st & MWR_TRANSIENT) {
 		mwr_try_release(rc, r);

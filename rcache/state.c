@@ -48,7 +48,8 @@ void mwr_requeue(struct mwr_region *r, uint64_t gen)
 
 	if ((st >> MWR_GEN_SHIFT) == gen && !(st & (MWR_INTREE | MWR_FREE)) &&
 	    !(st & MWR_TRANSIENT))
-		mwr_flag_queue(r->rc, r, gen, 0);
+		mwr_flag_queue(__atomic_load_n(&r->rc, __ATOMIC_RELAXED), r,
+			       gen, 0);
 }
 
 /* Watch callback: event drain context, core lock held. Flag and queue. */
@@ -64,10 +65,21 @@ void mwr_on_invalid(struct mw_watch *w, void *arg)
 		   MWR_INVALID);
 }
 
-/* Drop an atomic reference. 0, or -1 when the atomic count is zero (the
- * reference is some thread's local one): never underflow the count. */
-int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *locked)
+/*
+ * Drop an atomic reference taken through cache 'mine' (alive: the caller
+ * works on it). 0, or -1 when the atomic count is zero (the reference is
+ * some thread's local one): never underflow the count. The region's cache
+ * is read while the reference holds it: once the count is down, r may be
+ * reclaimed and reused by any cache at once. A region that another cache
+ * reused under a lock-free reader (try_hit) is not touched after the drop,
+ * nor is that cache, which may be destroyed meanwhile: out of its tree, r
+ * is one of its zombies, counted again by its periodic recheck and by its
+ * flush.
+ */
+int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *mine,
+		 struct mwr_rcache *locked)
 {
+	struct mwr_rcache *rc = __atomic_load_n(&r->rc, __ATOMIC_RELAXED);
 	uint64_t st = mwr_ld_state(r);
 
 	do {
@@ -76,24 +88,27 @@ int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *locked)
 	} while (!mwr_cas_state(r, &st, st - 1));
 	st--;
 	if (mwu_likely(st & MWR_COUNT_MASK) ||
-	    (!(st & MWR_TRANSIENT) && (st & MWR_INTREE)))
+	    (!(st & MWR_TRANSIENT) && (st & MWR_INTREE)) || rc != mine)
 		return 0;
-	mwr_last_ref(r, st >> MWR_GEN_SHIFT, locked);
+	mwr_last_ref(r, rc, st >> MWR_GEN_SHIFT, locked);
 	return 0;
 }
 
 /* Drop a reference we know we own (taken by CAS in try_hit). If a put of
  * another thread's local reference consumed the atomic count, book it as
- * debt instead, and let the queue processing count again. */
-void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *locked)
+ * debt instead, and let the queue processing count again (another cache's
+ * region: its zombie recheck, as above). */
+void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *mine,
+		    struct mwr_rcache *locked)
 {
+	struct mwr_rcache *rc = __atomic_load_n(&r->rc, __ATOMIC_RELAXED);
 	uint64_t st;
 
-	if (mwu_likely(!mwr_drop_ref(r, locked)))
+	if (mwu_likely(!mwr_drop_ref(r, mine, locked)))
 		return;
 	__atomic_fetch_add(&r->debt, 1, __ATOMIC_ACQ_REL);
 	st = mwr_ld_state(r);
-	if (!(st & MWR_INTREE))
-		mwr_flag_queue(r->rc, r, st >> MWR_GEN_SHIFT, 0);
+	if (!(st & MWR_INTREE) && rc == mine)
+		mwr_flag_queue(rc, r, st >> MWR_GEN_SHIFT, 0);
 }
 
