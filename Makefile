@@ -12,7 +12,7 @@ include mk/common.mk
 PARTS := hooks rcache smcuda peer libuser tools selftests bench demo mpi man
 KDIR ?= /lib/modules/$(KVER_DEFAULT)/build
 
-.PHONY: all modules user check check-host check-vm bench demo setup \
+.PHONY: all modules user check check-host check-san check-vm bench demo setup \
 	install uninstall live-refresh deb clean checkpatch
 
 all: modules user
@@ -49,6 +49,7 @@ check: setup
 	for p in kmod $(PARTS); do [ -f $$p/Makefile ] || continue; \
 		$(RUNSTAGE) host-$$p host $$d/host-$$p.log -- \
 			$(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; done; \
+	$(RUNSTAGE) host-san host $$d/host-san.log -- tools/check-san.sh; \
 	$(RUNSTAGE) install host $$d/install.log -- tools/install-check.sh $(KVER_DEFAULT); \
 	$(RUNSTAGE) deb host $$d/deb.log -- $(MAKE) --no-print-directory deb; \
 	for k in $(KVERS); do \
@@ -67,6 +68,11 @@ check-host:
 	@set -e; for p in $(PARTS); do \
 		if [ -f $$p/Makefile ]; then $(MAKE) -C $$p --no-print-directory TOP=$(TOP) check; fi; \
 	done
+
+# The library's tests under ASan+UBSan+LSan and ThreadSanitizer, each in a
+# fresh tree of its own (build/san-*); make check runs it too.
+check-san:
+	@tools/check-san.sh
 
 check-vm:
 	@vm/check.sh $(KVERS)

@@ -33,7 +33,8 @@ KVERS := $(shell cat $(BUILD)/kernels 2>/dev/null || cat $(TOP)/vm/kernels)
 KVER_DEFAULT := $(firstword $(KVERS))
 # ThreadSanitizer build of the library tests (clang: GCC's TSan refuses
 # atomic_thread_fence; hooks/ is built without it anyway, with the default
-# compiler): make CC=clang SAN=tsan BUILD=<dir> -C libuser check. The
+# compiler): tools/check-san.sh (make check-san) builds the tree and runs
+# make CC=clang SAN=tsan BUILD=<dir> -C libuser check (and rcache). The
 # TSan runtime lives in the executable: the library leaves it undefined.
 # With gcc, -Wno-tsan: gcc's TSan does not model fences, so reports on
 # fence-ordered code need a look.
