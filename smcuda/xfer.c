@@ -57,6 +57,12 @@ void mw_req_list_del(struct req_list *l, struct mw_smc_req *r)
 void mw_req_finish(struct mw_smc *c, struct mw_smc_req *r, int err)
 {
 	(void)c;
+	/* Settled: its outcome stands. A request completes before it leaves
+	 * its queue (the next progress round), so a peer that leaves right
+	 * after its FIN (mw_ep_fail) or a close (-ECANCELED) must not turn
+	 * a delivered message into a failed one. */
+	if (r->phase == RP_DONE)
+		return;
 	if (!r->error)
 		r->error = err;
 	r->phase = RP_DONE;

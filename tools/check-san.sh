@@ -55,15 +55,15 @@ for s in $SANS; do
 		continue
 	fi
 	B=$TOP/build/san-$s
-	rm -rf "$B"
+	rm -rf "$B" && mkdir -p "$B" || exit 2
 	m="make --no-print-directory -C $TOP BUILD=$B"
-	if ! $m user >"$B.build.log" 2>&1 ||
+	if ! $m user >"$B/build.log" 2>&1 ||
 	   ! rm -rf "$B/obj/libuser" "$B/obj/test/libuser" "$B/obj/rcache" \
 		"$B/obj/test/rcache" ||
-	   ! $m CC="$cc" SAN=$s -C rcache all >>"$B.build.log" 2>&1 ||
-	   ! $m CC="$cc" SAN=$s -C libuser all >>"$B.build.log" 2>&1; then
-		echo "not ok - san.$s build # see $B.build.log"
-		tail -5 "$B.build.log" | sed 's/^/#   /'
+	   ! $m CC="$cc" SAN=$s -C rcache all >>"$B/build.log" 2>&1 ||
+	   ! $m CC="$cc" SAN=$s -C libuser all >>"$B/build.log" 2>&1; then
+		echo "not ok - san.$s build # see $B/build.log"
+		tail -5 "$B/build.log" | sed 's/^/#   /'
 		fail=1
 		continue
 	fi
@@ -78,22 +78,22 @@ for s in $SANS; do
 	# heap overflow), or a clean run above would prove nothing.
 	if ! printf '%s\n' "$CONTROL" >"$B/control.c" ||
 	   ! "$cc" -g -O1 -pthread -fsanitize=$(flags_of $s) -o "$B/control" \
-		"$B/control.c" >"$B.control.log" 2>&1; then
-		echo "not ok - san.$s.control # does not build: see $B.control.log"
+		"$B/control.c" >"$B/control.log" 2>&1; then
+		echo "not ok - san.$s.control # does not build: see $B/control.log"
 		fail=1
-	elif "$B/control" >>"$B.control.log" 2>&1 ||
-	     ! grep -q "$(report_of $s)" "$B.control.log"; then
+	elif "$B/control" >>"$B/control.log" 2>&1 ||
+	     ! grep -q "$(report_of $s)" "$B/control.log"; then
 		echo "not ok - san.$s.control # the planted bug went unreported"
 		fail=1
 	else
 		echo "ok - san.$s.control (the planted bug is reported)"
 	fi
 	for p in libuser rcache; do
-		if $m CC="$cc" SAN=$s -C $p check >"$B.$p.log" 2>&1; then
-			echo "ok - san.$s.$p ($(grep -c '^ok' "$B.$p.log") ok)"
+		if $m CC="$cc" SAN=$s -C $p check >"$B/$p.log" 2>&1; then
+			echo "ok - san.$s.$p ($(grep -c '^ok' "$B/$p.log") ok)"
 		else
-			echo "not ok - san.$s.$p # see $B.$p.log"
-			grep -E '^not ok|SUMMARY: ' "$B.$p.log" | head -5 | sed 's/^/#   /'
+			echo "not ok - san.$s.$p # see $B/$p.log"
+			grep -E '^not ok|SUMMARY: ' "$B/$p.log" | head -5 | sed 's/^/#   /'
 			fail=1
 		fi
 	done

@@ -52,6 +52,7 @@ int smc_cr(void);
 int smc_cr_restart(bool noepoch);
 int smc_death(void);
 int smc_death_ipc(void);
+int smc_left_after_fin(void);
 void smc_badinput(void);
 
 #endif /* MW_SMC_SCEN_H */

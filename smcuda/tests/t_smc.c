@@ -74,6 +74,8 @@ static int child(const char *scen, const char *job)
 		rc = smc_death();
 	else if (!strcmp(scen, "death_ipc"))
 		rc = smc_death_ipc();
+	else if (!strcmp(scen, "left_after_fin"))
+		rc = smc_left_after_fin();
 	else if (!strcmp(scen, "lru"))
 		rc = smc_lru();
 	else if (!strcmp(scen, "cr"))
@@ -107,6 +109,7 @@ static const struct scen scens[] = {
 	{ "ring", 2, false }, { "ring_nopin", 2, false },
 	{ "ring_stall", 2, false }, { "lru", 2, false },
 	{ "death", 2, true }, { "death_ipc", 2, true },
+	{ "left_after_fin", 2, false },
 	{ "simul_gr", 2, false }, { "cr", 2, false },
 	{ "cr_restart", 2, false }, { "cr_restart_noepoch", 2, false },
 };
