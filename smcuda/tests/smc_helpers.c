@@ -125,3 +125,30 @@ CUdeviceptr galloc(size_t n)
 	CHECK(T.MemAlloc(&p, n) == CUDA_SUCCESS, "cuMemAlloc %zu", n);
 	return p;
 }
+
+/*
+ * Rank 0 of the IPC scenarios: one blocking GPU send of len bytes to rank
+ * 1 (tag 100, b[m]; the IPC state is set up meanwhile) and its go, then m
+ * GPU buffers b[0..m-1], filled with seed(0, k) and isent with tag k (r[k]).
+ * Rank 1 starts with ipc_warmup_recv.
+ */
+void ipc_isends(int m, size_t len, CUdeviceptr *b, struct mw_smc_req **r)
+{
+	b[m] = galloc(len);
+	fill_gpu(b[m], len, seed(0, 100));
+	send_buf(1, 100, (void *)b[m], len);
+	go_recv(1);
+	for (int k = 0; k < m; k++) {
+		b[k] = galloc(len);
+		fill_gpu(b[k], len, seed(0, k));
+		CHECK(mw_smc_isend(C, 1, k, (void *)b[k], len, &r[k]) == 0,
+		      "isend");
+	}
+}
+
+/* Rank 1's side of that start: the blocking receive into g, checked. */
+void ipc_warmup_recv(CUdeviceptr g, size_t len)
+{
+	CHECK(recv_check(0, (void *)g, len, true, NULL) == 0, "warm-up");
+	go_send(0);
+}

@@ -29,16 +29,7 @@ int smc_ring(int mode)
 		CUdeviceptr b[M + 1];
 		struct mw_smc_req *r[M];
 
-		b[M] = galloc(len);
-		fill_gpu(b[M], len, seed(0, 100));
-		send_buf(1, 100, (void *)b[M], len);
-		go_recv(1);
-		for (int k = 0; k < M; k++) {
-			b[k] = galloc(len);
-			fill_gpu(b[k], len, seed(0, k));
-			CHECK(mw_smc_isend(C, 1, k, (void *)b[k], len, &r[k]) == 0,
-			      "isend");
-		}
+		ipc_isends(M, len, b, r);
 		for (int k = 0; k < M; k++) {
 			int e = mw_smc_wait(C, r[k], NULL);
 
@@ -57,8 +48,7 @@ int smc_ring(int mode)
 
 		if (nopin)
 			mw_smc_test_knob(C, MW_SMC_KNOB_NO_INFLIGHT_PIN, 1);
-		wrong += recv_check(0, (void *)g, len, true, NULL);
-		go_send(0);
+		ipc_warmup_recv(g, len);
 		T.set_manual(1);
 		/*
 		 * Stall: the first wait for the head of the full ring returns

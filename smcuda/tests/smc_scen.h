@@ -36,6 +36,8 @@ size_t recv_check(int peer, void *dst, size_t cap, bool gpu, int *path);
 void go_send(int peer);
 void go_recv(int peer);
 CUdeviceptr galloc(size_t n);
+void ipc_isends(int m, size_t len, CUdeviceptr *b, struct mw_smc_req **r);
+void ipc_warmup_recv(CUdeviceptr g, size_t len);
 
 /* ---- scenarios, one rank each (t_smc.c runs them by name) ---- */
 enum { RING_NORMAL, RING_NOPIN, RING_STALL }; /* smc_ring modes */
