@@ -317,10 +317,10 @@ static __attribute__((noinline)) int put_not_ready(struct mw_rcache *rc,
 }
 
 /* local_put()'s rare ending, by a tail call (mw_rcache_put calls nothing). */
-static __attribute__((noinline)) int put_queue(struct mwr_region *r,
-					       struct mwr_hold *h)
+static __attribute__((noinline)) int
+put_queue(struct mwr_rcache *rc, struct mwr_region *r, struct mwr_hold *h)
 {
-	mwr_flag_queue(r->rc, r, h->gen, 0);
+	mwr_flag_queue(rc, r, h->gen, 0);
 	return 0;
 }
 
@@ -355,7 +355,7 @@ MW_API int mw_rcache_put(struct mw_rcache *rc_, struct mw_region *pub)
 			__atomic_store_n(&h->refs, n, __ATOMIC_RELEASE);
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
 			if (mwu_unlikely(!n && (mwr_ld_state(r) & MWR_INVALID)))
-				return put_queue(r, h);
+				return put_queue(rc, r, h);
 			return 0;
 		}
 	}

@@ -152,18 +152,14 @@ void mwr_zombie_recheck(struct mwr_rcache *rc, size_t max)
 
 /* The last reference of a region out of the tree: reclaim it under its
  * cache's lock. 'rc' is the cache it had at generation 'gen', read while
- * the reference held it; 'locked' is the cache whose lock the caller holds
- * (NULL: none); another cache's region is queued instead, so that no two
- * cache locks ever nest. */
+ * the reference held it, and the cache the caller works on (another
+ * cache's region is never reclaimed from here: state.c); 'locked' is rc
+ * when the caller holds its lock, else NULL. */
 void mwr_last_ref(struct mwr_region *r, struct mwr_rcache *rc, uint64_t gen,
 		  struct mwr_rcache *locked)
 {
 	uint64_t st;
 
-	if (locked && locked != rc) {
-		mwr_flag_queue(rc, r, gen, 0);
-		return;
-	}
 	if (!locked)
 		pthread_mutex_lock(&rc->lock);
 	/* Under the lock: nobody can release or reuse r meanwhile. */

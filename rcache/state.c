@@ -73,8 +73,10 @@ void mwr_on_invalid(struct mw_watch *w, void *arg)
  * reclaimed and reused by any cache at once. A region that another cache
  * reused under a lock-free reader (try_hit) is not touched after the drop,
  * nor is that cache, which may be destroyed meanwhile: out of its tree, r
- * is one of its zombies, counted again by its periodic recheck and by its
- * flush.
+ * is one of its zombies, counted again by its periodic recheck (the helper
+ * thread's drain) and by its flush; without the helper
+ * (MMUWATCH_HELPER=0) it stays pinned until that cache's next flush,
+ * destroy, or a batch of 64 zombies.
  */
 int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *mine,
 		 struct mwr_rcache *locked)
@@ -101,14 +103,16 @@ int mwr_drop_ref(struct mwr_region *r, struct mwr_rcache *mine,
 void mwr_drop_known(struct mwr_region *r, struct mwr_rcache *mine,
 		    struct mwr_rcache *locked)
 {
+	/* Both read while held: after the debt, r may be released and
+	 * reused, and only its old generation makes the queueing a no-op
+	 * then (a new one would queue another cache's region on ours). */
 	struct mwr_rcache *rc = __atomic_load_n(&r->rc, __ATOMIC_RELAXED);
-	uint64_t st;
+	uint64_t gen = mwr_ld_state(r) >> MWR_GEN_SHIFT;
 
 	if (mwu_likely(!mwr_drop_ref(r, mine, locked)))
 		return;
 	__atomic_fetch_add(&r->debt, 1, __ATOMIC_ACQ_REL);
-	st = mwr_ld_state(r);
-	if (!(st & MWR_INTREE) && rc == mine)
-		mwr_flag_queue(rc, r, st >> MWR_GEN_SHIFT, 0);
+	if (!(mwr_ld_state(r) & MWR_INTREE) && rc == mine)
+		mwr_flag_queue(rc, r, gen, 0);
 }
 
