@@ -11,17 +11,18 @@
  */
 #include "rcache/internal.h"
 
-/* Drop a thread-local reference: plain stores, then look at the flags;
- * a reclaimer that saw our hold expects us to queue the region. */
-static inline void local_put(struct mwr_hold *h, struct mwr_region *r)
+/* Drop a thread-local reference taken through rc: plain stores, then look
+ * at the flags; a reclaimer that saw our hold expects us to queue the
+ * region (for the hold's generation: a no-op once r was reused). */
+static inline void local_put(struct mwr_rcache *rc, struct mwr_hold *h,
+			     struct mwr_region *r)
 {
 	uint32_t n = h->refs - 1;
 
 	__atomic_store_n(&h->refs, n, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (mwu_unlikely(!n && (mwr_ld_state(r) & MWR_INVALID)))
-		mwr_flag_queue(__atomic_load_n(&r->rc, __ATOMIC_RELAXED), r,
-			       h->gen, 0);
+		mwr_flag_queue(rc, r, h->gen, 0);
 }
 
 static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
@@ -29,7 +30,7 @@ static __attribute__((noinline)) void hit_invalid(struct mwr_rcache *rc,
 						  struct mwr_hold *h)
 {
 	mwr_flag_queue(rc, r, mwr_ld_state(r) >> MWR_GEN_SHIFT, MWR_INVALID);
-	local_put(h, r);
+	local_put(rc, h, r);
 }
 
 static int get_slow(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
@@ -48,7 +49,7 @@ static __attribute__((noinline)) int hit_back_off(struct mwr_rcache *rc,
 						  uintptr_t e,
 						  struct mw_region **out)
 {
-	local_put(h, r);
+	local_put(rc, h, r);
 	return get_slow(rc, s, e, out);
 }
 
