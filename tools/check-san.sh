@@ -18,13 +18,6 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 SANS=${*:-asan tsan}
 fail=0
-flags_of() { case $1 in asan) echo address,undefined ;; tsan) echo thread ;; esac; }
-report_of() {
-	case $1 in
-	asan) echo "ERROR: AddressSanitizer: heap-buffer-overflow" ;;
-	tsan) echo "WARNING: ThreadSanitizer: data race" ;;
-	esac
-}
 # A race on a plain int from two threads, and a write past a heap block.
 CONTROL='#include <pthread.h>
 #include <stdlib.h>
@@ -44,9 +37,12 @@ int main(void)
 }'
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 for s in $SANS; do
+	# compiler, its flag, and what it says about the planted bug
 	case $s in
-	asan) cc=${CC_ASAN:-cc} ;;
-	tsan) cc=${CC_TSAN:-clang} ;;
+	asan) cc=${CC_ASAN:-cc} flags=address,undefined
+	      report="ERROR: AddressSanitizer: heap-buffer-overflow" ;;
+	tsan) cc=${CC_TSAN:-clang} flags=thread
+	      report="WARNING: ThreadSanitizer: data race" ;;
 	*) echo "check-san: unknown sanitizer $s" >&2; exit 2 ;;
 	esac
 	if ! command -v "$cc" >/dev/null; then
@@ -77,12 +73,12 @@ for s in $SANS; do
 	# Control: the same toolchain reports a planted bug (a data race, a
 	# heap overflow), or a clean run above would prove nothing.
 	if ! printf '%s\n' "$CONTROL" >"$B/control.c" ||
-	   ! "$cc" -g -O1 -pthread -fsanitize=$(flags_of $s) -o "$B/control" \
+	   ! "$cc" -g -O1 -pthread -fsanitize=$flags -o "$B/control" \
 		"$B/control.c" >"$B/control.log" 2>&1; then
 		echo "not ok - san.$s.control # does not build: see $B/control.log"
 		fail=1
 	elif "$B/control" >>"$B/control.log" 2>&1 ||
-	     ! grep -q "$(report_of $s)" "$B/control.log"; then
+	     ! grep -q "$report" "$B/control.log"; then
 		echo "not ok - san.$s.control # the planted bug went unreported"
 		fail=1
 	else
