@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Host test of tools/perf-table.sh: RESULT lines of a run give the cache
 # rows (both UCX releases, default and LRU limits, intervals) and the
-# allocator rows (four anchors, time and RSS), the first of a duplicated
+# allocator rows (four anchors and the A/A control, time and RSS), the
+# real programs against the goal (the anchor named), the first of a duplicated
 # name counts, and --update rewrites only what is between the markers.
 # Negative controls: a run without cache or allocator ratios is refused
 # (exit 1), and so is --update on a file without the markers.
@@ -23,14 +24,23 @@ RESULT rcache_vs_ucx_latest_lru_1000 1.50 x
 RESULT alloc_vs_mimalloc_latest_mixed 0.80 x
 RESULT alloc_rss_vs_jemalloc_mixed 1.10 x
 RESULT realprog_git_vs_glibc 0.95 x
+RESULT realprog_git_vs_ours_aa 1.01 x
+RESULT realprog_git_vs_best 0.97 x (against mimalloc_latest, at 1.80x glibc peak RSS; paired)
+RESULT realprog_git_vs_best_lean 0.95 x (against glibc, at 1.00x glibc peak RSS; paired)
+RESULT realprog_git_vs_best_lean_ci95_lo 0.90 x
+RESULT realprog_git_vs_best_lean_ci95_hi 0.99 x
+RESULT realprog_git_thp_vs_mimalloc_latest 0.92 x
 RESULT rcache_hit_ns_1000 99.00 ns
 R
 "$D/perf-table.sh" "$T/run.log" > "$T/out" || ko "exit $? on a good run"
 grep -q '^| 1k | 12.00 | 2.50 \[2.00, 3.00\] | - | - | 1.50 |$' "$T/out" &&
 	ok "cache row: ratios with intervals, first of a duplicate" || ko "cache row: $(grep '^| 1k' "$T/out")"
-grep -q '^| mixed | - | - | - | 0.80 |$' "$T/out" && grep -q '^| git | 0.95 | - | - | - |$' "$T/out" &&
-	grep -q '^| mixed | - | 1.10 | - | - |$' "$T/out" && ok "allocator rows: time and RSS, four anchors" ||
+grep -q '^| mixed | - | - | - | 0.80 | - |$' "$T/out" && grep -q '^| git | 0.95 | - | - | - | 1.01 |$' "$T/out" &&
+	grep -q '^| mixed | - | 1.10 | - | - | - |$' "$T/out" && ok "allocator rows: time and RSS, four anchors, A/A" ||
 	ko "allocator rows"
+grep -q '^| git | 0.97 (mimalloc 3.4.3, 1.80x RSS) | 0.95 \[0.90, 0.99\] (glibc) | 1.01 | 0.92 | - |$' "$T/out" &&
+	! grep -q '^| mixed | .*(' "$T/out" && ok "goal rows: real programs only, anchors named" ||
+	ko "goal rows: $(grep "^| git | 0.97" "$T/out")"
 grep -q 'commit abc1234' "$T/out" && ok "provenance line" || ko "provenance line"
 printf 'a\n<!-- perf-table begin -->\nold\n<!-- perf-table end -->\nb\n' > "$T/README"
 "$D/perf-table.sh" --update "$T/README" "$T/run.log" > /dev/null &&

@@ -4,7 +4,10 @@
 # it is never typed by hand): the cache against UCX 1.13 (Debian) and 1.22
 # (newest release), each with its default (unlimited) and finite (LRU)
 # limits, and the allocator against glibc, jemalloc, mimalloc 2.0.9
-# (Debian) and 3.4.3 (newest), every ratio as median [95% interval].
+# (Debian) and 3.4.3 (newest), with the bench's A/A control (ours over
+# ours), and the real programs against the goal (ours over the fastest
+# anchor within glibc's peak RSS + 5 %) beside ours with huge pages; every
+# ratio as median [95% interval].
 # Input: the run's logs (build/logs/bench/ or its results.txt, or any file
 # with RESULT lines); when a name occurs twice (host run, then the VM's),
 # the first counts, so the cache rows are the host run (hooks source).
@@ -42,7 +45,7 @@ source=$(grep -h '^# rcache-bench: source=' "${files[@]}" | head -1 | sed 's/^# 
 rounds=$(grep -h '^# alloc bench: [0-9]* rounds' "${files[@]}" | head -1 | sed 's/^# alloc bench: \([0-9]*\) rounds in \([0-9]*\) s.*/\1 rounds in \2 s/')
 
 awk -v prov="$prov" -v label="$label" -v source="${source:-?}" -v arounds="${rounds:-?}" '
-{ v[$1] = $2 }
+{ v[$1] = $2; if ($4 == "(against") { against[$1] = $5; sub(/,$/, "", against[$1]); at[$1] = $7 } }
 function has(n) { return n in v }
 function cell(n,   s) {	# median [lo, hi]
 	if (!has(n)) return "-"
@@ -51,6 +54,7 @@ function cell(n,   s) {	# median [lo, hi]
 		s = s sprintf(" [%.2f, %.2f]", v[n "_ci95_lo"], v[n "_ci95_hi"])
 	return s
 }
+function alabel(a) { return a == "mimalloc" ? "mimalloc 2.0.9" : a == "mimalloc_latest" ? "mimalloc 3.4.3" : a }
 function nlabel(n) { return n >= 1000000 ? n / 1000000 "M" : n >= 1000 ? n / 1000 "k" : n }
 END {
 	nc = 0
@@ -80,13 +84,31 @@ END {
 				else n = "realprog_" w (m ? "_rss" : "") "_vs_" a
 				r = r " | " cell(n); any += has(n)
 			}
+			# the A/A control: ours over ours (the spread of the bench itself)
+			if (w ~ /^(larson_|mixed|xthread)/) n = "alloc_" (m ? "rss_" : "") "vs_ours_aa_" w
+			else n = "realprog_" w (m ? "_rss" : "") "_vs_ours_aa"
+			r = r " | " cell(n)
 			if (any) rows = rows r " |\n"
 		}
 		if (rows == "") continue
 		nc++
-		printf "\nAllocator, ours / anchor, %s (< 1: ours %s; %s):\n\n", m ? "peak RSS" : "CPU time",
+		printf "\nAllocator, ours / anchor, %s (< 1: ours %s; %s; A/A: ours over ours, the spread of the bench itself):\n\n", m ? "peak RSS" : "CPU time",
 			m ? "smaller" : "faster", arounds
-		printf "| workload | vs glibc | vs jemalloc | vs mimalloc 2.0.9 | vs mimalloc 3.4.3 |\n|---|---|---|---|---|\n%s", rows
+		printf "| workload | vs glibc | vs jemalloc | vs mimalloc 2.0.9 | vs mimalloc 3.4.3 | A/A |\n|---|---|---|---|---|---|\n%s", rows
+	}
+	rows = ""
+	for (i = 1; i <= nw; i++) {
+		w = W[i]
+		if (w ~ /^(larson_|mixed|xthread)/ || !has("realprog_" w "_vs_best_lean")) continue
+		b = "realprog_" w "_vs_best"; l = b "_lean"
+		rows = rows sprintf("| %s | %s (%s, %s RSS) | %s (%s) | %s | %s | %s |\n", w,
+			cell(b), alabel(against[b]), at[b], cell(l), alabel(against[l]),
+			cell("realprog_" w "_vs_ours_aa"), cell("realprog_" w "_thp_vs_mimalloc_latest"),
+			cell("realprog_" w "_thp_rss_vs_glibc"))
+	}
+	if (rows != "") {
+		printf "\nReal programs against the goal (time <= the fastest anchor whose peak RSS is within glibc peak RSS + 5 %%), CPU time, ours / that anchor, paired per round; the fastest of all beside it with its peak RSS over glibc; ours with huge pages for big spans (`MMUWATCH_HOOKS_ALLOCATOR_THP=1`) against mimalloc 3.4.3, which advises its whole arena MADV_HUGEPAGE:\n\n"
+		printf "| program | vs fastest | vs fastest within RSS | A/A | ours THP vs mimalloc 3.4.3 | ours THP RSS vs glibc |\n|---|---|---|---|---|---|\n%s", rows
 	}
 	if (!nc) { print "perf-table: no cache or allocator ratio in the input" > "/dev/stderr"; exit 1 }
 }' "$T/res" > "$T/table" || exit 1

@@ -14,6 +14,15 @@
 # (default 30) rounds; figures that did not converge are named.
 # Time is CPU time (user + system, the whole process): the machines are
 # shared, and CPU time is what the allocator costs. RSS is ru_maxrss.
+# Two controls run beside the anchors: ours_aa is ours again under a second
+# name (an A/A comparison: how far from 1.0 the bench's own noise puts a
+# ratio of two identical allocators), and ours_thp is ours with huge pages
+# for every big span (MMUWATCH_HOOKS_ALLOCATOR_THP=1): the trade mimalloc
+# 3.x makes for all its memory (its arena is advised MADV_HUGEPAGE), time
+# for peak RSS; its figures are *_thp_vs_<anchor>.
+# _vs_best / _vs_best_lean: ours over the fastest anchor (by median time) of
+# all / of those within glibc's peak RSS + 5 %, paired per round like every
+# other ratio.
 # Env: T (test binaries), LIBMMUWATCH, TOP; MW_BENCH_ALLOC_EXTRA=NAME=LIB,..
 # adds allocators (e.g. an earlier build of ours). Exit 1 when a program's output
 # under our allocator differs from glibc's.
@@ -30,6 +39,158 @@ LARSON=$T/larson
 libdir=/usr/lib/x86_64-linux-gnu
 export MMUWATCH_LEAVE_PINNED=1	# hooks (and so our allocator) on
 
+# Statistics over the samples: one line per figure:
+#   <workload> <anchor> time|rss <median> <lo> <hi> <converged 0/1>
+#   THP <workload> <anchor> time|rss <median> <lo> <hi>	(ours_thp / anchor)
+#   BEST <workload> best|lean <anchor> <median> <lo> <hi> <its RSS / glibc's>
+#   ABS <workload> <allocator> <median time> <median peak RSS>
+stats() {
+	awk -v anchors="${names[*]}" '
+	function ostat(arr, n,   i, j, t, k, c, p) {	# sorts arr[1..n]; sets LO HI MED
+		for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
+		MED = (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+		k = 0; c = 0; p = 2 ^ -n
+		for (i = 0; i < n; i++) { c += p; if (c > 0.025) break; k = i + 1; p = p * (n - i) / (i + 1) }
+		if (k < 1) k = 1
+		LO = arr[k]; HI = arr[n + 1 - k]
+	}
+	# paired ratio s / a over the rounds (m: 0 time, 1 peak RSS); 0 if none
+	function paired(w, s, a, m,   n, r, x) {
+		n = 0
+		for (r in R) if (((w, s, r) in cpu) && ((w, a, r) in cpu)) {
+			x = m ? rss[w, a, r] : cpu[w, a, r]
+			if (x > 0) v[++n] = (m ? rss[w, s, r] : cpu[w, s, r]) / x
+		}
+		if (n) ostat(v, n)
+		return n
+	}
+	{ cpu[$1, $2, $3] = $4; rss[$1, $2, $3] = $5; W[$1] = 1; R[$3] = 1 }
+	END {
+		na = split(anchors, A, " ")
+		for (w in W) for (ai = 1; ai <= na; ai++) {
+			a = A[ai]; if (a == "" || a == "ours") continue
+			for (m = 0; m < 2; m++) {
+				if (a != "ours_thp" && (n = paired(w, "ours", a, m))) {
+					conv = (n >= 6 && HI <= MED * 1.05 && LO >= MED * 0.95)
+					printf "%s %s %s %.3f %.3f %.3f %d\n", w, a, m ? "rss" : "time", MED, LO, HI, conv
+				}
+				if (a ~ /^(glibc|jemalloc|mimalloc|mimalloc_latest)$/ && paired(w, "ours_thp", a, m))
+					printf "THP %s %s %s %.3f %.3f %.3f\n", w, a, m ? "rss" : "time", MED, LO, HI
+			}
+		}
+		# absolute medians
+		for (w in W) for (ai = 1; ai <= na; ai++) {
+			a = A[ai]; if (a == "") continue
+			n = 0; for (r in R) if ((w, a, r) in cpu) v[++n] = cpu[w, a, r]
+			if (n) { ostat(v, n); t = MED } else continue
+			n = 0; for (r in R) if ((w, a, r) in cpu) v[++n] = rss[w, a, r]
+			ostat(v, n)
+			printf "ABS %s %s %.4f %d\n", w, a, t, MED
+			T[w, a] = t; M[w, a] = MED
+		}
+		# the fastest anchor proper (by median time), of all and of those
+		# within glibc peak RSS + 5 %, and ours over it, paired
+		for (w in W) {
+			gr = (w, "glibc") in M ? M[w, "glibc"] : 0
+			bt = lt = 0
+			for (ai = 1; ai <= na; ai++) {
+				a = A[ai]
+				if (a !~ /^(glibc|jemalloc|mimalloc|mimalloc_latest)$/ || !((w, a) in T)) continue
+				if (bt == 0 || T[w, a] < bt) { bt = T[w, a]; ba = a }
+				if (gr > 0 && M[w, a] <= 1.05 * gr && (lt == 0 || T[w, a] < lt)) { lt = T[w, a]; la = a }
+			}
+			if (bt > 0 && paired(w, "ours", ba, 0))
+				printf "BEST %s best %s %.3f %.3f %.3f %.2f\n", w, ba, MED, LO, HI, (gr > 0 ? M[w, ba] / gr : 0)
+			if (lt > 0 && paired(w, "ours", la, 0))
+				printf "BEST %s lean %s %.3f %.3f %.3f %.2f\n", w, la, MED, LO, HI, (gr > 0 ? M[w, la] / gr : 0)
+		}
+	}' "$S"
+}
+
+# ---- report -------------------------------------------------------------
+report() {
+	stats >"$W/stats"
+	echo "# alloc bench: $round rounds in $(($(date +%s) - start)) s; ratios ours/anchor, CPU time and peak RSS; median [95% interval]"
+	notconv=
+	# figure names: <base>_[rss_]vs_<anchor>_<w> for the microbenchmarks,
+	# <base>[_rss]_vs_<anchor> for real programs (base names the program)
+	fname() { # WORKLOAD ANCHOR time|rss [PREFIX]
+		case $1 in
+		larson_* | mixed | xthread) echo "alloc_${4:-}$([ "$3" = rss ] && echo rss_)vs_${2}_$1" ;;
+		*) echo "realprog_$1${4:+_${4%_}}$([ "$3" = rss ] && echo _rss)_vs_$2" ;;
+		esac
+}
+while read -r w a m med lo hi conv; do
+	case $w in ABS | THP | BEST) continue ;; esac
+	case $w in larson_*|mixed|xthread) base=alloc ;; *) base=realprog_$w ;; esac
+	if [ "$base" = alloc ]; then
+		nm=alloc_$([ "$m" = rss ] && echo rss_)vs_${a}_$w
+	else
+		nm=$base$([ "$m" = rss ] && echo _rss)_vs_$a
+	fi
+	echo "RESULT $nm $med x"
+	echo "RESULT ${nm}_ci95_lo $lo x"
+	echo "RESULT ${nm}_ci95_hi $hi x"
+	[ "$conv" = 1 ] || notconv="$notconv $nm"
+	# the newest mimalloc under the issue's name for real programs too
+	if [ "$base" != alloc ] && [ "$a" = mimalloc_latest ]; then
+		al=alloc_$([ "$m" = rss ] && echo rss_)vs_mimalloc_latest_$w
+		echo "RESULT $al $med x"; echo "RESULT ${al}_ci95_lo $lo x"; echo "RESULT ${al}_ci95_hi $hi x"
+	fi
+	# the issue's official names
+	[ "$a/$m/$w" = jemalloc/time/larson_1thr ] && echo "RESULT alloc_vs_jemalloc_1thr $med x" &&
+		echo "RESULT alloc_vs_jemalloc_1thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_1thr_ci95_hi $hi x"
+	[ "$a/$m/$w" = jemalloc/time/larson_2thr ] && echo "RESULT alloc_vs_jemalloc_2thr $med x" &&
+		echo "RESULT alloc_vs_jemalloc_2thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_2thr_ci95_hi $hi x"
+done < <(sort "$W/stats")
+# ours with huge pages (the control ours_thp) over the anchors
+while read -r _ w a m med lo hi; do
+	nm=$(fname "$w" "$a" "$m" thp_)
+	echo "RESULT $nm $med x"; echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
+done < <(grep '^THP ' "$W/stats" | sort)
+# absolute figures and ours over the best anchor
+awk '$1 == "ABS" { printf "RESULT alloc_abs_%s_%s %s s\nRESULT alloc_abs_%s_%s_rss %s KiB\n", $2, $3, $4, $2, $3, $5 }' "$W/stats" | sort
+# (the best of the anchors proper: glibc, jemalloc, mimalloc, mimalloc_latest,
+# its peak RSS over glibc's beside it; _vs_best_lean: the best of those whose
+# peak RSS is within glibc's + 5 %, the memory half of the goal)
+while read -r _ w k a med lo hi r; do
+	case $w in larson_* | mixed | xthread) nm=alloc_$w ;; *) nm=realprog_$w ;; esac
+	[ "$k" = best ] && nm=${nm}_vs_best || nm=${nm}_vs_best_lean
+	echo "RESULT $nm $med x (against $a, at ${r}x glibc peak RSS; paired)"
+	echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
+done < <(grep '^BEST ' "$W/stats" | sort)
+[ -n "$notconv" ] && echo "# alloc bench: not within +-5 % after $round rounds:$notconv"
+# a table for the README: rows workloads, columns allocators
+{
+	printf "# %-14s" workload; for a in "${names[@]}"; do [ -n "$a" ] && printf " %17s" "$a"; done; echo
+	for w in $(awk '$1 == "ABS" { print $2 }' "$W/stats" | sort -u); do
+		printf "# %-14s" "$w"
+		for a in "${names[@]}"; do
+			[ -n "$a" ] || continue
+			awk -v w="$w" -v a="$a" '$1 == "ABS" && $2 == w && $3 == a { printf " %8.3fs %6.1fM", $4, $5 / 1024 }' "$W/stats"
+		done
+		echo
+	done
+}
+[ -n "${MW_BENCH_ALLOC_SAMPLES:-}" ] && cp "$S" "$MW_BENCH_ALLOC_SAMPLES"
+}
+
+# Re-analysis of saved samples (MW_BENCH_ALLOC_SAMPLES of an earlier run, or
+# the test's): report from them, run nothing.
+if [ -n "${MW_BENCH_ALLOC_FROM:-}" ]; then
+	S=$MW_BENCH_ALLOC_FROM
+	[ -s "$S" ] || { echo "alloc bench: no samples in $S" >&2; exit 1; }
+	W=$(mktemp -d "${TMPDIR:-/tmp}/mw-allocbench.XXXXXX")
+	trap 'rm -rf "$W"' EXIT
+	echo "# alloc bench: re-analysis of $S"
+	mapfile -t names < <(awk '$2 == "ours" { o = 1; next } !seen[$2]++ { l = l " " $2 }
+		END { if (o) print "ours"; n = split(l, x, " "); for (i = 1; i <= n; i++) print x[i] }' "$S")
+	round=$(awk '$3 > r { r = $3 } END { print r + 0 }' "$S")
+	start=$(date +%s) bad=0
+	report
+	exit 0
+fi
+
 [ -x "$RUN" ] && [ -x "$LARSON" ] && [ -f "$LIBMW" ] ||
 	{ echo "alloc bench: $RUN, $LARSON or $LIBMW missing" >&2; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/mw-allocbench.XXXXXX")
@@ -37,7 +198,7 @@ trap 'rm -rf "$W"' EXIT
 
 # ---- the allocators -----------------------------------------------------
 names=(ours glibc)
-declare -A pre=([ours]=$LIBMW [glibc]=)
+declare -A pre=([ours]=$LIBMW [glibc]="") envs=()
 for a in jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
 	if [ -f "$libdir/${a#*:}" ]; then
 		names+=("${a%%:*}"); pre[${a%%:*}]=$libdir/${a#*:}
@@ -56,14 +217,22 @@ IFS=, read -ra extra <<<"${MW_BENCH_ALLOC_EXTRA:-}"
 for x in "${extra[@]}"; do
 	[ -f "${x#*=}" ] && { names+=("${x%%=*}"); pre[${x%%=*}]=${x#*=}; }
 done
+# the controls (see above)
+names+=(ours_aa ours_thp)
+pre[ours_aa]=$LIBMW pre[ours_thp]=$LIBMW envs[ours_thp]=MMUWATCH_HOOKS_ALLOCATOR_THP=1
+envargs() { # ALLOC: mwrun's -e options for it
+	local e
+	for e in ${envs[$1]:-}; do printf -- '-e %s ' "$e"; done
+}
 # Which object serves malloc, per allocator (larson.c prints it).
 for a in "${names[@]}"; do
-	got=$(LD_PRELOAD=${pre[$a]} "$LARSON" mixed 2>/dev/null | sed -n 's/^malloc-from //p')
+	# shellcheck disable=SC2086 # envs: NAME=VALUE words
+	got=$(env ${envs[$a]:-} LD_PRELOAD="${pre[$a]}" "$LARSON" mixed 2>/dev/null | sed -n 's/^malloc-from //p')
 	want=${pre[$a]:-libc.so.6}
 	if [ "$(basename "$(readlink -f "$got")")" != "$(basename "$(readlink -f "$want" 2>/dev/null || echo "$want")")" ] &&
 	   [ "$(basename "$got")" != "$(basename "$want")" ]; then
 		echo "# alloc bench: $a: malloc served by $got, not $want; dropped"
-		names=("${names[@]/$a}")
+		for i in "${!names[@]}"; do [ "${names[$i]}" = "$a" ] && names[i]=; done
 	else
 		echo "# alloc bench: $a: malloc from $got"
 	fi
@@ -134,8 +303,8 @@ run_one() { # WORKLOAD-ENTRY ALLOC ROUND
 	cmd=${rest#*|}
 	case $cmd in *" <"*) in=${cmd##* <}; cmd=${cmd% <*} ;; esac
 	out=$W/out.$name.$2
-	# shellcheck disable=SC2086
-	if ! "$RUN" -p "${pre[$2]}" ${in:+-i "$in"} -o "$out" -- $cmd 2>"$W/err" >/dev/null; then
+	# shellcheck disable=SC2086,SC2046
+	if ! "$RUN" -p "${pre[$2]}" $(envargs "$2") ${in:+-i "$in"} -o "$out" -- $cmd 2>"$W/err" >/dev/null; then
 		echo "# alloc bench: $name under $2 failed: $(tail -2 "$W/err" | tr '\n' ' ')"
 		[ "$2" = ours ] && bad=1
 		return
@@ -151,47 +320,6 @@ run_one() { # WORKLOAD-ENTRY ALLOC ROUND
 			[ "${rest%%|*}" = micro ] && cpu=$(sed -n 's/^time //p' "$out")
 			echo "$name $2 $3 $cpu $rss" >>"$S"
 		done
-}
-
-# Statistics over the samples: one line per figure:
-#   <result-name> <median> <lo> <hi> <converged 0/1>
-stats() {
-	awk -v anchors="${names[*]}" '
-	function ostat(arr, n,   i, j, t, k, c, p) {	# sorts arr[1..n]; sets LO HI MED
-		for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
-		MED = (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-		k = 0; c = 0; p = 2 ^ -n
-		for (i = 0; i < n; i++) { c += p; if (c > 0.025) break; k = i + 1; p = p * (n - i) / (i + 1) }
-		if (k < 1) k = 1
-		LO = arr[k]; HI = arr[n + 1 - k]
-	}
-	{ cpu[$1, $2, $3] = $4; rss[$1, $2, $3] = $5; W[$1] = 1; R[$3] = 1 }
-	END {
-		na = split(anchors, A, " ")
-		for (w in W) for (ai = 1; ai <= na; ai++) {
-			a = A[ai]; if (a == "" || a == "ours") continue
-			for (m = 0; m < 2; m++) {
-				n = 0
-				for (r in R) if (((w, "ours", r) in cpu) && ((w, a, r) in cpu)) {
-					x = m ? rss[w, a, r] : cpu[w, a, r]
-					if (x > 0) v[++n] = (m ? rss[w, "ours", r] : cpu[w, "ours", r]) / x
-				}
-				if (!n) continue
-				ostat(v, n)
-				conv = (n >= 6 && HI <= MED * 1.05 && LO >= MED * 0.95)
-				printf "%s %s %s %.3f %.3f %.3f %d\n", w, a, m ? "rss" : "time", MED, LO, HI, conv
-			}
-		}
-		# absolute medians
-		for (w in W) for (ai = 1; ai <= na; ai++) {
-			a = A[ai]; if (a == "") continue
-			n = 0; for (r in R) if ((w, a, r) in cpu) v[++n] = cpu[w, a, r]
-			if (n) { ostat(v, n); t = MED } else continue
-			n = 0; for (r in R) if ((w, a, r) in cpu) v[++n] = rss[w, a, r]
-			ostat(v, n)
-			printf "ABS %s %s %.4f %d\n", w, a, t, MED
-		}
-	}' "$S"
 }
 
 start=$(date +%s)
@@ -210,68 +338,12 @@ while :; do
 	done
 	el=$(($(date +%s) - start))
 	[ $round -lt $MINR ] && continue
-	nc=$(stats | awk '$1 != "ABS" && !$7' | wc -l)
+	nc=$(stats | awk '$1 !~ /^(ABS|THP|BEST)$/ && !$7' | wc -l)
 	[ "$nc" = 0 ] && break
 	[ $round -ge "$MAXR" ] && break
 	# stop before a round that would not fit in the cap
 	[ $((el + el / round)) -gt "$CAP" ] && break
 done
 
-# ---- report -------------------------------------------------------------
-stats >"$W/stats"
-echo "# alloc bench: $round rounds in $(($(date +%s) - start)) s; ratios ours/anchor, CPU time and peak RSS; median [95% interval]"
-notconv=
-while read -r w a m med lo hi conv; do
-	[ "$w" = ABS ] && continue
-	case $w in larson_*|mixed|xthread) base=alloc ;; *) base=realprog_$w ;; esac
-	if [ "$base" = alloc ]; then
-		nm=alloc_$([ "$m" = rss ] && echo rss_)vs_${a}_$w
-	else
-		nm=$base$([ "$m" = rss ] && echo _rss)_vs_$a
-	fi
-	echo "RESULT $nm $med x"
-	echo "RESULT ${nm}_ci95_lo $lo x"
-	echo "RESULT ${nm}_ci95_hi $hi x"
-	[ "$conv" = 1 ] || notconv="$notconv $nm"
-	# the newest mimalloc under the issue's name for real programs too
-	if [ "$base" != alloc ] && [ "$a" = mimalloc_latest ]; then
-		al=alloc_$([ "$m" = rss ] && echo rss_)vs_mimalloc_latest_$w
-		echo "RESULT $al $med x"; echo "RESULT ${al}_ci95_lo $lo x"; echo "RESULT ${al}_ci95_hi $hi x"
-	fi
-	# the issue's official names
-	[ "$a/$m/$w" = jemalloc/time/larson_1thr ] && echo "RESULT alloc_vs_jemalloc_1thr $med x" &&
-		echo "RESULT alloc_vs_jemalloc_1thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_1thr_ci95_hi $hi x"
-	[ "$a/$m/$w" = jemalloc/time/larson_2thr ] && echo "RESULT alloc_vs_jemalloc_2thr $med x" &&
-		echo "RESULT alloc_vs_jemalloc_2thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_2thr_ci95_hi $hi x"
-done < <(sort "$W/stats")
-# absolute figures and ours over the best anchor
-awk '$1 == "ABS" { printf "RESULT alloc_abs_%s_%s %s s\nRESULT alloc_abs_%s_%s_rss %s KiB\n", $2, $3, $4, $2, $3, $5 }' "$W/stats" | sort
-# (the best of the anchors proper: glibc, jemalloc, mimalloc, mimalloc_latest;
-# its peak RSS over glibc's beside it. _vs_best_lean: the best of those whose
-# peak RSS is within glibc's + 5 %, the memory half of the goal: mimalloc
-# 3.x is fastest on sqlite3 and xz at 2.5x and 2x glibc's RSS)
-awk '$1 == "ABS" { t[$2, $3] = $4; r[$2, $3] = $5; w[$2] = 1; if ($3 ~ /^(glibc|jemalloc|mimalloc|mimalloc_latest)$/) an[$3] = 1 }
-	END { for (x in w) { bt = 0; lt = 0; gr = (x, "glibc") in r ? r[x, "glibc"] : 0
-		for (a in an) if ((x, a) in t) {
-			if (bt == 0 || t[x, a] < bt) { bt = t[x, a]; ba = a }
-			if (gr > 0 && r[x, a] <= 1.05 * gr && (lt == 0 || t[x, a] < lt)) { lt = t[x, a]; la = a } }
-		nm = (x ~ /^(larson_|mixed|xthread)/ ? "alloc_" x : "realprog_" x)
-		if (bt > 0 && (x, "ours") in t)
-			printf "RESULT %s_vs_best %.3f x (best: %s at %.2fx glibc peak RSS; medians)\n", nm, t[x, "ours"] / bt, ba, (gr > 0 ? r[x, ba] / gr : 0)
-		if (lt > 0 && (x, "ours") in t)
-			printf "RESULT %s_vs_best_lean %.3f x (best within glibc RSS + 5 %%: %s; medians)\n", nm, t[x, "ours"] / lt, la } }' "$W/stats" | sort
-[ -n "$notconv" ] && echo "# alloc bench: not within +-5 % after $round rounds:$notconv"
-# a table for the README: rows workloads, columns allocators
-{
-	printf "# %-14s" workload; for a in "${names[@]}"; do [ -n "$a" ] && printf " %17s" "$a"; done; echo
-	for w in $(awk '$1 == "ABS" { print $2 }' "$W/stats" | sort -u); do
-		printf "# %-14s" "$w"
-		for a in "${names[@]}"; do
-			[ -n "$a" ] || continue
-			awk -v w="$w" -v a="$a" '$1 == "ABS" && $2 == w && $3 == a { printf " %8.3fs %6.1fM", $4, $5 / 1024 }' "$W/stats"
-		done
-		echo
-	done
-}
-[ -n "${MW_BENCH_ALLOC_SAMPLES:-}" ] && cp "$S" "$MW_BENCH_ALLOC_SAMPLES"
+report
 exit $bad

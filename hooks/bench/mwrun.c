@@ -4,8 +4,10 @@
  * allocator comparison (hooks/bench/alloc.sh): the LD_PRELOAD is set in the
  * child only, so this runner is never measured or served by the allocator
  * under test. Prints "cpu <s> wall <s> rss_kb <peak RSS>" of the child
- * (user + system CPU time from wait4; ru_maxrss).
- *   mwrun [-p PRELOAD] [-i STDIN] [-o STDOUT] -- PROGRAM ARGS...
+ * (user + system CPU time from wait4; ru_maxrss). -e NAME=VALUE (repeatable)
+ * sets a variable in the child only (an allocator's setting, e.g. its
+ * huge-page knob).
+ *   mwrun [-p PRELOAD] [-e NAME=VALUE].. [-i STDIN] [-o STDOUT] -- PROGRAM ARGS...
  * Exit status: the child's (128 + signal when killed).
  */
 #include <fcntl.h>
@@ -29,16 +31,21 @@ static int redirect(const char *path, int fd, int flags)
 
 int main(int argc, char **argv)
 {
-	const char *pre = NULL, *in = NULL, *out = NULL;
+	const char *pre = NULL, *in = NULL, *out = NULL, *env[16];
 	struct timespec t0, t1;
 	struct rusage ru;
-	int opt, st;
+	int opt, st, nenv = 0;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "+p:i:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "+p:e:i:o:")) != -1) {
 		switch (opt) {
 		case 'p':
 			pre = optarg;
+			break;
+		case 'e':
+			if (nenv == 16 || !strchr(optarg, '=') || *optarg == '=')
+				goto usage;
+			env[nenv++] = optarg;
 			break;
 		case 'i':
 			in = optarg;
@@ -63,6 +70,11 @@ int main(int argc, char **argv)
 			setenv("LD_PRELOAD", pre, 1);
 		else
 			unsetenv("LD_PRELOAD");
+		for (int i = 0; i < nenv; i++)
+			if (putenv((char *)env[i]) != 0) {
+				perror("mwrun: putenv");
+				_exit(126);
+			}
 		if ((in && redirect(in, 0, O_RDONLY)) ||
 		    (out && redirect(out, 1, O_WRONLY | O_CREAT | O_TRUNC))) {
 			perror("mwrun: redirect");
@@ -87,7 +99,7 @@ int main(int argc, char **argv)
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
 usage:
-	fprintf(stderr, "usage: mwrun [-p PRELOAD] [-i IN] [-o OUT] -- PROGRAM "
-			"ARGS...\n");
+	fprintf(stderr, "usage: mwrun [-p PRELOAD] [-e NAME=VALUE].. [-i IN] "
+			"[-o OUT] -- PROGRAM ARGS...\n");
 	return 2;
 }

@@ -97,6 +97,7 @@ $(T)/test_alloc_scale_asan: tests/test_alloc_scale.c tests/check.h $(ALLOC_SRC) 
 check: all $(TESTS)
 	@T=$(T) PRELOAD=$(PRELOAD) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
 		sh tests/run.sh
+	@bash tests/alloc_stats.sh
 	@if [ -e /usr/include/ucm/api/ucm.h ] && [ -e $(LIB)/libmmuwatch.so ]; then \
 		$(MAKE) --no-print-directory check-neighbour; \
 	else echo "ok - # SKIP neighbour matrix: no libucx-dev or libmmuwatch.so"; fi
