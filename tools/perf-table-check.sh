@@ -16,6 +16,7 @@ ok() { echo "ok perf-table: $*"; }
 ko() { echo "FAILED: perf-table: $*"; fail=1; }
 cat > "$T/run.log" <<'R'
 # bench run: 2026-01-01T00:00:00Z host h commit abc1234 load 1.0 1.0 1.0 cpus 2
+# cpu: Test CPU 9000, 2 cpus, 1234 MHz
 RESULT rcache_hit_ns_1000 12.00 ns
 RESULT rcache_vs_ucx_1000 2.50 x
 RESULT rcache_vs_ucx_1000_ci95_lo 2.00 x
@@ -41,7 +42,8 @@ grep -q '^| mixed | - | - | - | 0.80 | - |$' "$T/out" && grep -q '^| git | 0.95 
 grep -q '^| git | 0.97 (mimalloc 3.4.3, 1.80x RSS) | 0.95 \[0.90, 0.99\] (glibc) | 1.01 | 0.92 | - |$' "$T/out" &&
 	! grep -q '^| mixed | .*(' "$T/out" && ok "goal rows: real programs only, anchors named" ||
 	ko "goal rows: $(grep "^| git | 0.97" "$T/out")"
-grep -q 'commit abc1234' "$T/out" && ok "provenance line" || ko "provenance line"
+grep -q 'commit abc1234 .*; cpu Test CPU 9000, 2 cpus, 1234 MHz\.$' "$T/out" && ok "provenance line, with the processor" ||
+	ko "provenance line"
 printf 'a\n<!-- perf-table begin -->\nold\n<!-- perf-table end -->\nb\n' > "$T/README"
 "$D/perf-table.sh" --update "$T/README" "$T/run.log" > /dev/null &&
 	[ "$(head -2 "$T/README")" = "$(printf 'a\n<!-- perf-table begin -->')" ] &&

@@ -12,7 +12,8 @@
 # with RESULT lines); when a name occurs twice (host run, then the VM's),
 # the first counts, so the cache rows are the host run (hooks source).
 # Provenance: a "# bench run: ..." line in the input (date, host, commit,
-# load), else the newest input's time and this tree's commit; --label TEXT
+# load), else the newest input's time and this tree's commit, and the
+# processor ("# cpu: ..." of the bench); --label TEXT
 # adds a note (e.g. "host loaded by 6 other jobs").
 #   tools/perf-table.sh [--label TEXT] [--update README.md] FILE|DIR...
 # Prints the markdown; --update replaces what is between the lines
@@ -42,6 +43,9 @@ if [ -z "$prov" ]; then
 	prov="$(date -u -r "$newest" +%FT%TZ) host $(hostname) commit $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo '?') (time of $newest)"
 fi
 source=$(grep -h '^# rcache-bench: source=' "${files[@]}" | head -1 | sed 's/^# rcache-bench: source=\([a-z]*\).*/\1/')
+# the processor (rcache and hooks bench print it): cache ratios move with it
+cpu=$(grep -h '^# cpu: ' "${files[@]}" | head -1 | sed 's/^# cpu: //')
+[ -n "$cpu" ] && prov="$prov; cpu $cpu"
 rounds=$(grep -h '^# alloc bench: [0-9]* rounds' "${files[@]}" | head -1 | sed 's/^# alloc bench: \([0-9]*\) rounds in \([0-9]*\) s.*/\1 rounds in \2 s/')
 
 awk -v prov="$prov" -v label="$label" -v source="${source:-?}" -v arounds="${rounds:-?}" '
