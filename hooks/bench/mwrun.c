@@ -7,7 +7,7 @@
  * (user + system CPU time from wait4; ru_maxrss). -e NAME=VALUE (repeatable)
  * sets a variable in the child only (an allocator's setting, e.g. its
  * huge-page knob).
- *   mwrun [-p PRELOAD] [-e NAME=VALUE].. [-i STDIN] [-o STDOUT] -- PROGRAM ARGS...
+ *   mwrun [-p PRELOAD] [-e NAME=VALUE].. [-i STDIN] [-o STDOUT] -- PROG ARGS
  * Exit status: the child's (128 + signal when killed).
  */
 #include <fcntl.h>
@@ -43,7 +43,8 @@ int main(int argc, char **argv)
 			pre = optarg;
 			break;
 		case 'e':
-			if (nenv == 16 || !strchr(optarg, '=') || *optarg == '=')
+			if (nenv == 16 || !strchr(optarg, '=') ||
+			    *optarg == '=')
 				goto usage;
 			env[nenv++] = optarg;
 			break;
