@@ -50,3 +50,9 @@ endif
 OBJT := $(OBJ)/test
 LIBT := $(LIB)/test
 TESTING := -DMW_TESTING
+
+# A bench's first line names the processor: its ratios against other
+# libraries move with it (tools/perf-table.sh puts it in the table).
+BENCH_CPU_LINE = printf '\# cpu: %s, %s cpus, %s\n' \
+	"$$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" "$$(nproc)" \
+	"$$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\).*/\1 MHz/p' /proc/cpuinfo | head -1)"

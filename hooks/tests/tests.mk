@@ -110,8 +110,7 @@ $(T)/mwrun: bench/mwrun.c | $(T)
 	$(CC) $(TCFLAGS) -o $@ $<
 
 bench: all $(T)/bench_alloc $(T)/release_count $(PRELOAD) $(T)/larson $(T)/mwrun
-	@printf '# cpu: %s, %s cpus, %s\n' "$$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
-		"$$(nproc)" "$$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\).*/\1 MHz/p' /proc/cpuinfo | head -1)"
+	@$(BENCH_CPU_LINE)
 	@MMUWATCH_HOOKS_DISABLE=1 $(T)/bench_alloc
 	@T=$(T) TOP=$(TOP) LIBMMUWATCH=$(LIB)/libmmuwatch.so \
 		MW_BENCH_ALLOC_EXTRA=ours_hooks_only=$(PRELOAD)$${MW_BENCH_ALLOC_EXTRA:+,$$MW_BENCH_ALLOC_EXTRA} \
