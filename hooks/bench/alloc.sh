@@ -119,60 +119,55 @@ report() {
 		larson_* | mixed | xthread) echo "alloc_${4:-}$([ "$3" = rss ] && echo rss_)vs_${2}_$1" ;;
 		*) echo "realprog_$1${4:+_${4%_}}$([ "$3" = rss ] && echo _rss)_vs_$2" ;;
 		esac
-}
-while read -r w a m med lo hi conv; do
-	case $w in ABS | THP | BEST) continue ;; esac
-	case $w in larson_*|mixed|xthread) base=alloc ;; *) base=realprog_$w ;; esac
-	if [ "$base" = alloc ]; then
-		nm=alloc_$([ "$m" = rss ] && echo rss_)vs_${a}_$w
-	else
-		nm=$base$([ "$m" = rss ] && echo _rss)_vs_$a
-	fi
-	echo "RESULT $nm $med x"
-	echo "RESULT ${nm}_ci95_lo $lo x"
-	echo "RESULT ${nm}_ci95_hi $hi x"
-	[ "$conv" = 1 ] || notconv="$notconv $nm"
-	# the newest mimalloc under the issue's name for real programs too
-	if [ "$base" != alloc ] && [ "$a" = mimalloc_latest ]; then
-		al=alloc_$([ "$m" = rss ] && echo rss_)vs_mimalloc_latest_$w
-		echo "RESULT $al $med x"; echo "RESULT ${al}_ci95_lo $lo x"; echo "RESULT ${al}_ci95_hi $hi x"
-	fi
-	# the issue's official names
-	[ "$a/$m/$w" = jemalloc/time/larson_1thr ] && echo "RESULT alloc_vs_jemalloc_1thr $med x" &&
-		echo "RESULT alloc_vs_jemalloc_1thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_1thr_ci95_hi $hi x"
-	[ "$a/$m/$w" = jemalloc/time/larson_2thr ] && echo "RESULT alloc_vs_jemalloc_2thr $med x" &&
-		echo "RESULT alloc_vs_jemalloc_2thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_2thr_ci95_hi $hi x"
-done < <(sort "$W/stats")
-# ours with huge pages (the control ours_thp) over the anchors
-while read -r _ w a m med lo hi; do
-	nm=$(fname "$w" "$a" "$m" thp_)
-	echo "RESULT $nm $med x"; echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
-done < <(grep '^THP ' "$W/stats" | sort)
-# absolute figures and ours over the best anchor
-awk '$1 == "ABS" { printf "RESULT alloc_abs_%s_%s %s s\nRESULT alloc_abs_%s_%s_rss %s KiB\n", $2, $3, $4, $2, $3, $5 }' "$W/stats" | sort
-# (the best of the anchors proper: glibc, jemalloc, mimalloc, mimalloc_latest,
-# its peak RSS over glibc's beside it; _vs_best_lean: the best of those whose
-# peak RSS is within glibc's + 5 %, the memory half of the goal)
-while read -r _ w k a med lo hi r; do
-	case $w in larson_* | mixed | xthread) nm=alloc_$w ;; *) nm=realprog_$w ;; esac
-	[ "$k" = best ] && nm=${nm}_vs_best || nm=${nm}_vs_best_lean
-	echo "RESULT $nm $med x (against $a, at ${r}x glibc peak RSS; paired)"
-	echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
-done < <(grep '^BEST ' "$W/stats" | sort)
-[ -n "$notconv" ] && echo "# alloc bench: not within +-5 % after $round rounds:$notconv"
-# a table for the README: rows workloads, columns allocators
-{
-	printf "# %-14s" workload; for a in "${names[@]}"; do [ -n "$a" ] && printf " %17s" "$a"; done; echo
-	for w in $(awk '$1 == "ABS" { print $2 }' "$W/stats" | sort -u); do
-		printf "# %-14s" "$w"
-		for a in "${names[@]}"; do
-			[ -n "$a" ] || continue
-			awk -v w="$w" -v a="$a" '$1 == "ABS" && $2 == w && $3 == a { printf " %8.3fs %6.1fM", $4, $5 / 1024 }' "$W/stats"
+	}
+	while read -r w a m med lo hi conv; do
+		case $w in ABS | THP | BEST) continue ;; esac
+		nm=$(fname "$w" "$a" "$m")
+		echo "RESULT $nm $med x"
+		echo "RESULT ${nm}_ci95_lo $lo x"
+		echo "RESULT ${nm}_ci95_hi $hi x"
+		[ "$conv" = 1 ] || notconv="$notconv $nm"
+		# the newest mimalloc under the issue's name for real programs too
+		if [ "${nm#realprog_}" != "$nm" ] && [ "$a" = mimalloc_latest ]; then
+			al=alloc_$([ "$m" = rss ] && echo rss_)vs_mimalloc_latest_$w
+			echo "RESULT $al $med x"; echo "RESULT ${al}_ci95_lo $lo x"; echo "RESULT ${al}_ci95_hi $hi x"
+		fi
+		# the issue's official names
+		[ "$a/$m/$w" = jemalloc/time/larson_1thr ] && echo "RESULT alloc_vs_jemalloc_1thr $med x" &&
+			echo "RESULT alloc_vs_jemalloc_1thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_1thr_ci95_hi $hi x"
+		[ "$a/$m/$w" = jemalloc/time/larson_2thr ] && echo "RESULT alloc_vs_jemalloc_2thr $med x" &&
+			echo "RESULT alloc_vs_jemalloc_2thr_ci95_lo $lo x" && echo "RESULT alloc_vs_jemalloc_2thr_ci95_hi $hi x"
+	done < <(sort "$W/stats")
+	# ours with huge pages (the control ours_thp) over the anchors
+	while read -r _ w a m med lo hi; do
+		nm=$(fname "$w" "$a" "$m" thp_)
+		echo "RESULT $nm $med x"; echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
+	done < <(grep '^THP ' "$W/stats" | sort)
+	# absolute figures and ours over the best anchor
+	awk '$1 == "ABS" { printf "RESULT alloc_abs_%s_%s %s s\nRESULT alloc_abs_%s_%s_rss %s KiB\n", $2, $3, $4, $2, $3, $5 }' "$W/stats" | sort
+	# (the best of the anchors proper: glibc, jemalloc, mimalloc, mimalloc_latest,
+	# its peak RSS over glibc's beside it; _vs_best_lean: the best of those whose
+	# peak RSS is within glibc's + 5 %, the memory half of the goal)
+	while read -r _ w k a med lo hi r; do
+		case $w in larson_* | mixed | xthread) nm=alloc_$w ;; *) nm=realprog_$w ;; esac
+		[ "$k" = best ] && nm=${nm}_vs_best || nm=${nm}_vs_best_lean
+		echo "RESULT $nm $med x (against $a, at ${r}x glibc peak RSS; paired)"
+		echo "RESULT ${nm}_ci95_lo $lo x"; echo "RESULT ${nm}_ci95_hi $hi x"
+	done < <(grep '^BEST ' "$W/stats" | sort)
+	[ -n "$notconv" ] && echo "# alloc bench: not within +-5 % after $round rounds:$notconv"
+	# a table for the README: rows workloads, columns allocators
+	{
+		printf "# %-14s" workload; for a in "${names[@]}"; do [ -n "$a" ] && printf " %17s" "$a"; done; echo
+		for w in $(awk '$1 == "ABS" { print $2 }' "$W/stats" | sort -u); do
+			printf "# %-14s" "$w"
+			for a in "${names[@]}"; do
+				[ -n "$a" ] || continue
+				awk -v w="$w" -v a="$a" '$1 == "ABS" && $2 == w && $3 == a { printf " %8.3fs %6.1fM", $4, $5 / 1024 }' "$W/stats"
+			done
+			echo
 		done
-		echo
-	done
-}
-[ -n "${MW_BENCH_ALLOC_SAMPLES:-}" ] && cp "$S" "$MW_BENCH_ALLOC_SAMPLES"
+	}
+	[ -n "${MW_BENCH_ALLOC_SAMPLES:-}" ] && cp "$S" "$MW_BENCH_ALLOC_SAMPLES"
 }
 
 # Re-analysis of saved samples (MW_BENCH_ALLOC_SAMPLES of an earlier run, or
