@@ -2,7 +2,8 @@
 /*
  * Invalidation sources that merge or collapse pages under a watch: KSM
  * merge, khugepaged and MADV_COLLAPSE, and the VMA split inside a 2 MiB
- * block that notifies CLEAR over the whole block. Each test checks the
+ * block that notifies CLEAR over the whole block (also when the VMA is a
+ * buffer merged with a thread stack). Each test checks the
  * outcome the README table ("Invalidation sources") documents: the word
  * flips and exactly one event with the expected reason and range, or
  * nothing at all. Controls: KSM on pages that differ (never merged), the
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include "kselftest_harness.h"
 #include "sources.h"
@@ -288,6 +290,67 @@ TEST(split_vma_over_whole_block_no_thp)
 TEST(control_split_vma_smaller_than_block)
 {
 	split_run(_metadata, 128 * P, false);
+}
+
+/*
+ * The same split, reached through a merge with a thread stack: since 6.7
+ * MAP_STACK gives a VMA VM_NOHUGEPAGE, so an MADV_NOHUGEPAGE buffer just
+ * above a stack gets the stack's flags and the two merge. A split of the
+ * stack part inside the block that the buffer's first pages share with
+ * it then notifies CLEAR over that block: the untouched buffer's watch
+ * fires over those pages although none moved (what the soak test met on
+ * 6.12). On 6.1 MAP_STACK sets no flag: no merge, nothing fires. Layout:
+ * stack [B - 2 MiB, B + 2 MiB - 4 pages), buffer of 8 pages above it.
+ */
+static bool stack_gets_nohugepage(void)
+{
+	struct utsname u;
+	int major, minor;
+
+	return !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
+	       (major > 6 || (major == 6 && minor >= 7));
+}
+
+TEST(split_vma_merged_with_stack)
+{
+	struct mwt m;
+	struct mmuwatch_range r;
+	char *raw, *blk, *stk, *buf;
+	uint64_t pfn;
+	bool fires = stack_gets_nohugepage();
+
+	ONLY_IF_SELECTED("global");
+	MWT_OPEN_OR_SKIP(&m, 0, 0);
+	/* A PROT_NONE reservation: its rest keeps foreign VMAs away. */
+	raw = mmap(NULL, 5 * HUGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	ASSERT_NE(MAP_FAILED, raw);
+	blk = (char *)(((uintptr_t)raw + 2 * HUGE - 1) & ~(HUGE - 1));
+	stk = mmap(blk - HUGE, 2 * HUGE - 4 * P, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_FIXED, -1, 0);
+	ASSERT_EQ(blk - HUGE, stk);
+	memset(stk, 0x5c, 2 * HUGE - 4 * P);
+	buf = mmap(blk + HUGE - 4 * P, 8 * P, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(blk + HUGE - 4 * P, buf);
+	ASSERT_EQ(0, madvise(buf, 8 * P, MADV_NOHUGEPAGE));
+	memset(buf, 0x3c, 8 * P);
+	pfn = mwt_pfn(buf);
+	ASSERT_EQ(0, mwt_watch(&m, buf, 8 * P, 0x5b2, &r));
+	/* One page of the stack part, inside the block the watch starts in. */
+	ASSERT_EQ(0, munmap(blk + 100 * P, P));
+	EXPECT_EQ(pfn, mwt_pfn(buf));
+	EXPECT_EQ(0x3c, buf[0]);
+	if (fires) {
+		EXPECT_TRUE(mwt_invalid(&m, &r));
+		MWT_EXPECT_ONE_EVENT(&m, 0x5b2, buf, blk + HUGE,
+				     MMUWATCH_REASON_CLEAR);
+	} else {
+		EXPECT_TRUE(mwt_valid(&m, &r));
+		MWT_EXPECT_NO_EVENT(&m);
+	}
+	munmap(raw, 5 * HUGE);
+	mwt_close(&m);
 }
 
 TEST_HARNESS_MAIN
