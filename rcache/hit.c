@@ -241,6 +241,19 @@ static __attribute__((noinline)) int get_not_ready(struct mw_rcache *rc,
 	return ret ? ret : mw_rcache_get(rc, addr, len, flags, out);
 }
 
+/* Quiesced for a checkpoint: block or fail, then the get proper (again
+ * from the top: the gate may close once more). Out of line and entered by
+ * a tail call, so that mw_rcache_get needs no stack frame. */
+static __attribute__((noinline)) int get_gated(struct mw_rcache *rc,
+					       const void *addr, size_t len,
+					       unsigned flags,
+					       struct mw_region **out)
+{
+	int ret = mwu_cr_wait();
+
+	return ret ? ret : mw_rcache_get(rc, addr, len, flags, out);
+}
+
 MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 			 unsigned flags, struct mw_region **out)
 {
@@ -266,11 +279,8 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 	if (rc->forked)
 		return MW_EFORKED;
 	/* Quiesced for a checkpoint: block or fail (one load). */
-	if (mwu_unlikely(mwu_cr_gated())) {
-		ret = mwu_cr_wait();
-		if (ret)
-			return ret;
-	}
+	if (mwu_unlikely(mwu_cr_gated()))
+		return get_gated(rc_, addr, len, flags, out);
 	/* Every get: is caching still safe? (one load, guard.c) */
 	if (mwu_unlikely(!mwr_guaranteed()) &&
 	    !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))
