@@ -129,6 +129,10 @@ int main(int argc, char **argv)
 	EXPECT(mw_rcache_put(rc, &fake), MW_EFOREIGN);
 	EXPECT(mw_rcache_put(rc, (struct mw_region *)junk), MW_EFOREIGN);
 	EXPECT(mw_rcache_put(rc, r2), MW_EFOREIGN);	/* rc2's region */
+	/* Inside the region pool but not a region: never dereferenced as one. */
+	EXPECT(mw_rcache_put(rc, (struct mw_region *)((char *)r + 64)), MW_EFOREIGN);
+	EXPECT(mw_rcache_put(rc, (struct mw_region *)((char *)r + 256)), MW_EFOREIGN);
+	EXPECT(mw_rcache_put(rc, (struct mw_region *)((char *)r - 8)), MW_EFOREIGN);
 	EXPECT(mw_rcache_destroy(rc), MW_EBUSY);	/* r still held */
 	EXPECT(mw_rcache_put(rc, r), MW_OK);
 	EXPECT(mw_rcache_put(rc, r), MW_EFOREIGN);	/* double put */
