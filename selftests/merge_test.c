@@ -3,8 +3,8 @@
  * Invalidation sources that merge or collapse pages under a watch: KSM
  * merge, khugepaged and MADV_COLLAPSE, and the VMA split inside a 2 MiB
  * block that notifies CLEAR over the whole block (also when the VMA is a
- * buffer merged with a thread stack). Each test checks the
- * outcome the README table ("Invalidation sources") documents: the word
+ * buffer merged with a thread stack). Each test checks the outcome the
+ * README table ("Invalidation sources") documents: the word
  * flips and exactly one event with the expected reason and range, or
  * nothing at all. Controls: KSM on pages that differ (never merged), the
  * same munmap in a mapping smaller than the block.
