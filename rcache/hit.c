@@ -106,13 +106,18 @@ hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 		return get_slow(rc, s, e, out);
 	gen = (uint32_t)(st >> MWR_GEN_SHIFT);
 	h = mwr_hold_of(t, r);
-	if (h->r != r || h->gen != gen) {
-		if (h->refs)
-			return get_slow(rc, s, e, out);
+	/* An empty entry is claimed without looking at whose it was: with
+	 * more regions than entries, a compare there mispredicts (10k
+	 * regions: 17.5 -> 16.3 ns per get+put; 1: 8.75 -> 8.25). */
+	if (mwu_likely(!h->refs)) {
 		__atomic_store_n(&h->r, r, __ATOMIC_RELAXED);
 		__atomic_store_n(&h->gen, gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->refs, 1, __ATOMIC_RELAXED);
+	} else {
+		if (h->r != r || h->gen != gen)
+			return get_slow(rc, s, e, out);
+		__atomic_store_n(&h->refs, h->refs + 1, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&h->refs, h->refs + 1, __ATOMIC_RELAXED);
 	/* The barrier of a reclaimer stands in for a fence here (refs.c);
 	 * the field loads above stay before the re-read (acquire). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
