@@ -21,6 +21,7 @@ extern const char *mw_hooks_decision(void) __attribute__((weak));
 extern void mw_hooks_set_release_cb(mw_release_fn fn) __attribute__((weak));
 
 unsigned mwu_guarantee;
+unsigned mwu_gate = MWU_GATE_NOT_READY;
 struct mwu_core mwu_core = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -28,6 +29,41 @@ struct mwu_fast mwu_fast;
 const uint64_t mwu_dead_word = 1; /* odd: never equals a token */
 
 static int init_error;
+
+static unsigned gate_bits(int st, int cr, unsigned g)
+{
+	return (st != MWU_READY ? MWU_GATE_NOT_READY : 0) |
+	       (cr ? MWU_GATE_CR : 0) |
+	       ((g & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS ? MWU_GATE_SHORT : 0);
+}
+
+/*
+ * Bring mwu_gate in line with the words it sums, after a writer changed
+ * one. Writers race (a guarantee drop against a load window's end, a
+ * finalize against an init), so the words are read again after the
+ * store: the last store of all was computed from values that stood after
+ * it, and a word that changes later brings its own sync (all seq_cst).
+ */
+void mwu_gate_sync(void)
+{
+	for (;;) {
+		int st = __atomic_load_n(&mwu_core.state, __ATOMIC_SEQ_CST);
+		int cr = __atomic_load_n(&mwu_cr_gate, __ATOMIC_SEQ_CST);
+		unsigned g = __atomic_load_n(&mwu_guarantee, __ATOMIC_SEQ_CST);
+		unsigned old = __atomic_load_n(&mwu_gate, __ATOMIC_SEQ_CST);
+		unsigned new;
+
+		do
+			new = (old & MWU_GATE_STICKY) | gate_bits(st, cr, g);
+		while (!__atomic_compare_exchange_n(&mwu_gate, &old, new, 0,
+						    __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST));
+		if (st == __atomic_load_n(&mwu_core.state, __ATOMIC_SEQ_CST) &&
+		    cr == __atomic_load_n(&mwu_cr_gate, __ATOMIC_SEQ_CST) &&
+		    g == __atomic_load_n(&mwu_guarantee, __ATOMIC_SEQ_CST))
+			return;
+	}
+}
 
 /* The hook release callback: runs inside free()/munmap()/..., in any thread,
  * before the memory goes. Lock-free and malloc-free. */
@@ -228,6 +264,7 @@ static int open_life(void)
 	/* A failed init stays failed until the next explicit mw_init(). */
 	__atomic_store_n(&mwu_core.state, init_error ? MWU_FINALIZED : MWU_READY,
 			 __ATOMIC_RELEASE);
+	mwu_gate_sync();
 	if (!init_error) {
 		mwu_guard_check();
 		mwu_neighbours_check(1);
@@ -275,6 +312,7 @@ MW_API int mw_finalize(void)
 			return MW_EFINALIZED;
 		return MW_ESTATE;
 	}
+	mwu_gate_sync();
 	mwu_cr_signal_stop();
 	mwu_helper_stop();
 	/* A checkpoint in effect ends here: its gated gets fail. */
@@ -283,6 +321,7 @@ MW_API int mw_finalize(void)
 	/* FINALIZED before the close: kernel.c leaves readable placeholder
 	 * words for hits still running on other threads. */
 	__atomic_store_n(&mwu_core.state, MWU_FINALIZED, __ATOMIC_RELEASE);
+	mwu_gate_sync();
 	mwu_source_close();
 	pthread_mutex_unlock(&mwu_core.lock);
 	return 0;

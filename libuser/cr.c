@@ -85,6 +85,7 @@ static void gate_set(int on)
 {
 	pthread_mutex_lock(&gate_lock);
 	__atomic_store_n(&mwu_cr_gate, on, __ATOMIC_SEQ_CST);
+	mwu_gate_sync();
 	if (!on)
 		pthread_cond_broadcast(&gate_cond);
 	pthread_mutex_unlock(&gate_lock);

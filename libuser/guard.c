@@ -88,6 +88,7 @@ static void guard_check(int now)
 	old = __atomic_fetch_and(&mwu_guarantee, ~drop, __ATOMIC_ACQ_REL) |
 	      __atomic_load_n(&load_held,
 			      __ATOMIC_RELAXED); /* for the message */
+	mwu_gate_sync();
 	mwu_stat_add(MWU_ST_HOOKS_LOST, 1);
 	snprintf(msg, sizeof(msg),
 		 "mmuwatch: warning: hooks bypassed by another library (%s): "
@@ -140,6 +141,7 @@ static void load_end(void)
 							     __ATOMIC_ACQUIRE)),
 			__ATOMIC_ACQ_REL);
 		__atomic_store_n(&load_held, 0, __ATOMIC_RELAXED);
+		mwu_gate_sync();
 	}
 	pthread_mutex_unlock(&load_lock);
 }
@@ -178,13 +180,15 @@ static void guard_load(int begin)
 		return;
 	pthread_mutex_lock(&load_lock);
 	if (begin) {
-		if (__atomic_fetch_add(&loads, 1, __ATOMIC_ACQ_REL) == 0)
+		if (__atomic_fetch_add(&loads, 1, __ATOMIC_ACQ_REL) == 0) {
 			__atomic_fetch_or(&load_held,
 					  __atomic_fetch_and(&mwu_guarantee,
 							     ~LOAD_BITS,
 							     __ATOMIC_ACQ_REL) &
 						  LOAD_BITS,
 					  __ATOMIC_RELAXED);
+			mwu_gate_sync();
+		}
 	} else if (loads) {
 		last = __atomic_sub_fetch(&loads, 1, __ATOMIC_ACQ_REL) == 0;
 	}

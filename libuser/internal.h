@@ -42,6 +42,23 @@ static inline unsigned mwu_guaranteed(void)
 	return __atomic_load_n(&mwu_guarantee, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The cache's hit path tests this one word instead of the state, the
+ * checkpoint gate and the guarantee (and the cache's own sticky bit): 0
+ * means all are as a hit needs them; anything else sends the get down the
+ * path that tests each of them. It is a summary of those words, never the
+ * authority: a writer changes its word first, then calls mwu_gate_sync(),
+ * then acts on the change (flush, wait for busy regions, close the
+ * source), so a get that still read 0 raced exactly as one that read the
+ * word itself just before the change.
+ */
+#define MWU_GATE_NOT_READY 1U /* mwu_core.state != MWU_READY */
+#define MWU_GATE_CR	   2U /* a checkpoint quiesced the library */
+#define MWU_GATE_SHORT	   4U /* mwu_guarantee lacks MW_RCACHE_NEEDS */
+#define MWU_GATE_STICKY	   8U /* rcache: no local references, for good */
+MWU_HIDDEN extern unsigned mwu_gate;
+MWU_HIDDEN void mwu_gate_sync(void);
+
 /* Hooks-mode log positions, read on every hit (kernel mode: both stay 0). */
 struct mwu_fast {
 	uint64_t head __attribute__((aligned(MWU_CACHELINE)));

@@ -6,7 +6,8 @@
  * references it, then one load of its validity word (kernel mode; hooks
  * mode first applies pending hook releases) confirms it. A local put is a
  * plain store. Before any of it, every get tests the fail-closed rule
- * (guard.c). Everything unusual leaves through a noinline slow path: the
+ * (guard.c) with the library's state and the checkpoint gate: one word,
+ * mwu_gate. Everything unusual leaves through a noinline slow path: the
  * seqlock-validated tree walk, then a miss under the lock (miss.c).
  */
 #include "rcache/internal.h"
@@ -53,8 +54,8 @@ static __attribute__((noinline)) int hit_back_off(struct mwr_rcache *rc,
 	return get_slow(rc, s, e, out);
 }
 
-/* Hooks releases to apply first, an invalid word, or this thread's first
- * counted hit: the full check (mwu_watch_valid drains), then finish. */
+/* Hooks releases to apply first, or an invalid word: the full check
+ * (mwu_watch_valid drains), then finish. */
 static __attribute__((noinline)) int hit_finish(struct mwr_rcache *rc,
 						struct mwr_region *r,
 						struct mwr_hold *h, uintptr_t s,
@@ -84,7 +85,7 @@ static __attribute__((noinline)) int hit_finish(struct mwr_rcache *rc,
  */
 static inline __attribute__((always_inline)) int
 hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
-	 struct mw_region **out)
+	 struct mw_region **out, int gated)
 {
 	struct mwr_thr *t = mwr_thr;
 	struct mwr_region *r;
@@ -92,7 +93,8 @@ hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 	uint64_t st;
 	uint32_t gen;
 
-	if (mwu_unlikely(!t || !mwr_local_ok))
+	/* mwr_local_ok is in the gate, tested by the caller unless gated. */
+	if (mwu_unlikely(!t || (gated && !mwr_local_ok)))
 		return get_slow(rc, s, e, out);
 	r = mwr_index_find(&rc->index, s);
 	if (mwu_unlikely(!r))
@@ -131,12 +133,11 @@ hit_fast(struct mwr_rcache *rc, uintptr_t s, uintptr_t e,
 							 __ATOMIC_ACQUIRE),
 					 __ATOMIC_ACQUIRE) != r->watch.token))
 		return hit_finish(rc, r, h, s, e, out);
-	if (mwu_unlikely(!mwu_tstat.linked))
-		return hit_finish(rc, r, h, s, e, out);
 	/* CLOCK bit: racy by design (a lost update costs an eviction
 	 * choice), relaxed atomics say so. */
 	if (!__atomic_load_n(&r->referenced, __ATOMIC_RELAXED))
 		__atomic_store_n(&r->referenced, 1, __ATOMIC_RELAXED);
+	/* Linked when this thread's hold table was made (refs.c). */
 	__atomic_store_n(&mwu_tstat.hits, mwu_tstat.hits + 1, __ATOMIC_RELAXED);
 	*out = &r->pub;
 	return 0;
@@ -259,16 +260,13 @@ static __attribute__((noinline)) int get_gated(struct mw_rcache *rc,
 	return ret ? ret : mw_rcache_get(rc, addr, len, flags, out);
 }
 
-MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
-			 unsigned flags, struct mw_region **out)
+/* Validates what mw_rcache_get() was given; 0 when all is well. */
+static inline __attribute__((always_inline)) int
+get_args(struct mwr_rcache *rc, const void *addr, size_t len, unsigned flags,
+	 struct mw_region **out)
 {
-	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
-	uintptr_t s = (uintptr_t)addr;
 	int ret;
 
-	if (mwu_unlikely(__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) !=
-			 MWU_READY))
-		return get_not_ready(rc_, addr, len, flags, out);
 	if (!rc)	/* mwr_check_rc() without its mwu_ready() call */
 		return MW_EINVAL;
 	if (rc->magic != MWR_MAGIC)
@@ -283,17 +281,52 @@ MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
 		return MW_EFLAGS;
 	if (rc->forked)
 		return MW_EFORKED;
-	/* Quiesced for a checkpoint: block or fail (one load). */
-	if (mwu_unlikely(mwu_cr_gated()))
+	return 0;
+}
+
+/* The gate word is not 0: test each word it sums, in order. Out of line
+ * and entered by a tail call, as the ones above. */
+static __attribute__((noinline)) int get_gate_shut(struct mw_rcache *rc_,
+						   const void *addr, size_t len,
+						   unsigned flags,
+						   struct mw_region **out)
+{
+	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
+	uintptr_t s = (uintptr_t)addr;
+	int ret;
+
+	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
+		return get_not_ready(rc_, addr, len, flags, out);
+	ret = get_args(rc, addr, len, flags, out);
+	if (ret)
+		return ret;
+	/* Quiesced for a checkpoint: block or fail. */
+	if (mwu_cr_gated())
 		return get_gated(rc_, addr, len, flags, out);
-	/* Every get: is caching still safe? (one load, guard.c) */
-	if (mwu_unlikely(!mwr_guaranteed()) &&
-	    !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))
+	/* Is caching still safe? (guard.c) */
+	if (!mwr_guaranteed() && !MWR_TEST(rc, MW_RCACHE_F_TEST_NO_GUARANTEE))
 		return mwr_get_uncached(rc, s, s + len, out);
 	/* Source none: nothing is ever indexed (mwr_miss() registers
 	 * transient regions only), so the fast path finds nothing and goes
 	 * slow by itself; no test of the source here. */
-	return hit_fast(rc, s, s + len, out);
+	return hit_fast(rc, s, s + len, out, 1);
+}
+
+MW_API int mw_rcache_get(struct mw_rcache *rc_, const void *addr, size_t len,
+			 unsigned flags, struct mw_region **out)
+{
+	struct mwr_rcache *rc = (struct mwr_rcache *)rc_;
+	uintptr_t s = (uintptr_t)addr;
+	int ret;
+
+	/* Ready, not quiesced, guaranteed, local references on: one load
+	 * (mwu_gate, libuser/internal.h). */
+	if (mwu_unlikely(__atomic_load_n(&mwu_gate, __ATOMIC_ACQUIRE)))
+		return get_gate_shut(rc_, addr, len, flags, out);
+	ret = get_args(rc, addr, len, flags, out);
+	if (ret)
+		return ret;
+	return hit_fast(rc, s, s + len, out, 0);
 }
 
 static __attribute__((noinline)) int put_slow(struct mwr_rcache *rc,

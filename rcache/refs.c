@@ -66,6 +66,14 @@ static void thr_exit(void *p)
 	free(t);
 }
 
+/* mwr_local_ok is 0 for good: hits leave the one-word gate's path too. */
+static void no_local(const char *why)
+{
+	__atomic_fetch_or(&mwu_gate, MWU_GATE_STICKY, __ATOMIC_SEQ_CST);
+	if (why)
+		mwu_log(MWU_LOG_INFO, "%s", why);
+}
+
 static void init_once(void)
 {
 	pthread_key_create(&thr_key, thr_exit);
@@ -73,7 +81,7 @@ static void init_once(void)
 	if (!syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
 		mwr_local_ok = 1;
 	else
-		mwu_log(MWU_LOG_INFO, "membarrier unavailable: atomic references only");
+		no_local("membarrier unavailable: atomic references only");
 }
 
 void mwr_refs_init(void)
@@ -103,6 +111,10 @@ struct mwr_thr *mwr_thr_get_slow(void)
 	 * state re-reads (all after this fence) see the flags. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	pthread_setspecific(thr_key, t);
+	/* A thread with a hold table counts its hits: the hit path counts
+	 * without asking (mwu_count_hit() without its test). */
+	if (!mwu_tstat.linked)
+		mwu_tstat_link();
 	mwr_thr = t;
 	return t;
 }
@@ -123,6 +135,7 @@ int mwr_barrier_needed(void)
 static void disable_local(void)
 {
 	pthread_mutex_lock(&thr_lock);
+	no_local(NULL);
 	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&thr_lock);
 }
@@ -175,6 +188,7 @@ void mwr_refs_restarted(void)
 	mwu_log(MWU_LOG_WARN, "restart: membarrier registration failed (%s): "
 		"atomic references only", strerror(errno));
 	pthread_mutex_lock(&thr_lock);
+	no_local(NULL);
 	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
 	for (t = thr_list; t; t = t->next)
 		t->may_local = 0;
@@ -221,6 +235,7 @@ void mwr_refs_atfork_child(void)
 	 * turn this thread's local references into atomic ones. */
 	if (mwr_local_ok &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
+		no_local(NULL);
 		mwr_local_ok = 0;
 		for (unsigned i = 0; keep && i < MWR_HOLD_SIZE; i++) {
 			struct mwr_hold *h = &keep->hold[i];

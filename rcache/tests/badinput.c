@@ -181,6 +181,12 @@ int main(int argc, char **argv)
 	tap(!strcmp(mw_strerror(-999), "unknown error code"), "unknown code named");
 
 	EXPECT(mw_rcache_destroy(rc2), MW_OK);
+	/* A region cached and just hit: after mw_finalize() the same get is
+	 * MW_EFINALIZED, not a hit (the hit path's gate word follows). */
+	EXPECT(mw_rcache_get(rc, buf, 1, 0, &r), MW_OK);
+	EXPECT(mw_rcache_put(rc, r), MW_OK);
+	EXPECT(mw_rcache_get(rc, buf, 1, 0, &r), MW_OK);
+	EXPECT(mw_rcache_put(rc, r), MW_OK);
 	EXPECT(mw_finalize(), MW_OK);
 	EXPECT(mw_rcache_get(rc, buf, 1, 0, &r), MW_EFINALIZED);
 	EXPECT(mw_rcache_put(rc, r), MW_EFINALIZED);
