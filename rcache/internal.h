@@ -31,7 +31,6 @@ struct mwr_region {
 	uint8_t referenced;		/* CLOCK bit, set by get */
 	struct mw_watch watch;		/* word, token first: same line */
 	struct mw_region pub;		/* what get() hands out */
-	const struct mwr_region *self;	/* == this: put() sanity check */
 	struct mwr_region *left, *right;	/* treap, read under seqlock */
 	uint32_t prio;
 	int32_t debt;			/* puts of other threads' local refs */
@@ -164,19 +163,19 @@ MWU_HIDDEN void mwr_refs_atfork_child(void);
 MWU_HIDDEN void mwr_refs_restarted(void);
 
 /* Is p the pub of a region (without trusting it)? In the carved part of
- * the pool range, so readable; at a region's pub offset; self-check. */
+ * the pool range, so readable; at a region's pub offset. */
 static inline int mwr_pool_contains(const void *p)
 {
 	uintptr_t a = (uintptr_t)p - offsetof(struct mwr_region, pub);
 	uintptr_t base = (uintptr_t)__atomic_load_n(&mwr_pool_base, __ATOMIC_ACQUIRE);
 	unsigned n = __atomic_load_n(&mwr_nchunks, __ATOMIC_ACQUIRE);
 
+	/* Every aligned slot of a published chunk is a region (grow() makes
+	 * the whole chunk before publishing it): nothing to read here, so a
+	 * put touches no line of the region but its first. */
 	a -= base;
-	if (a >= (uintptr_t)n * MWR_CHUNK_REGIONS * MWR_REGION_SIZE ||
-	    (a & (MWR_REGION_SIZE - 1)))
-		return 0;
-	return ((const struct mwr_region *)(base + a))->self ==
-	       (const struct mwr_region *)(base + a);
+	return a < (uintptr_t)n * MWR_CHUNK_REGIONS * MWR_REGION_SIZE &&
+	       !(a & (MWR_REGION_SIZE - 1));
 }
 
 /* The fail-closed rule (guard.c): may the cache cache right now? */

@@ -44,7 +44,6 @@ static int grow(void)
 		return -1;
 	for (i = 0; i < CHUNK_REGIONS; i++) {
 		c[i].state = MWR_FREE;
-		c[i].self = &c[i];
 		c[i].inv_next = freelist;
 		freelist = &c[i];
 	}
