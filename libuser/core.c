@@ -107,6 +107,7 @@ static int use_kernel(const char *why)
 	mwu_core.source = MW_SOURCE_KERNEL;
 	mwu_core.support = MW_SUPPORT_ALL_KERNEL;
 	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
+	mwu_gate_sync();
 	mwu_core.reason = why;
 	return 0;
 }
@@ -125,6 +126,7 @@ static int use_hooks(const char *why)
 	mwu_core.source = MW_SOURCE_HOOKS;
 	mwu_core.support = hooks_support_bits() | MW_SUPPORT_HIT_CHECK;
 	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
+	mwu_gate_sync();
 	mwu_core.reason = why;
 	return 0;
 }
@@ -134,6 +136,7 @@ static void use_none(const char *why)
 	mwu_core.source = MW_SOURCE_NONE;
 	mwu_core.support = 0;
 	__atomic_store_n(&mwu_guarantee, mwu_core.support, __ATOMIC_RELEASE);
+	mwu_gate_sync();
 	mwu_core.reason = why;
 }
 
