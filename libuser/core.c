@@ -208,6 +208,9 @@ static void atfork_parent(void)
  * and re-open the device (the inherited context answers EBADFD). */
 static void atfork_child(void)
 {
+	/* A fork between another thread's change of a word and its sync
+	 * leaves nobody here to sync: this thread is the child's only one. */
+	mwu_gate_sync();
 	if (__atomic_load_n(&mwu_core.state, __ATOMIC_ACQUIRE) != MWU_READY)
 		return;
 	for (unsigned i = 0; i < nr_fork_layers; i++)

@@ -50,7 +50,8 @@ static inline unsigned mwu_guaranteed(void)
  * authority: a writer changes its word first, then calls mwu_gate_sync(),
  * then acts on the change (flush, wait for busy regions, close the
  * source), so a get that still read 0 raced exactly as one that read the
- * word itself just before the change.
+ * word itself just before the change. A fork child syncs first thing: a
+ * writer's thread that was between its change and its sync is not there.
  */
 #define MWU_GATE_NOT_READY 1U /* mwu_core.state != MWU_READY */
 #define MWU_GATE_CR	   2U /* a checkpoint quiesced the library */
