@@ -49,4 +49,11 @@ MW_API unsigned mw_test_support_drop(unsigned bits)
 	mwu_gate_sync();
 	return left;
 }
+
+MW_API unsigned mw_test_support_drop_unsynced(unsigned bits)
+{
+	if (mwu_ready())
+		return 0;
+	return __atomic_and_fetch(&mwu_guarantee, ~bits, __ATOMIC_ACQ_REL);
+}
 #endif

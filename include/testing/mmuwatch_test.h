@@ -34,6 +34,9 @@ extern "C" {
 /* Take bits out of the run-time guarantee word (as a lost hook does);
  * returns what is left. */
 MW_API unsigned mw_test_support_drop(unsigned bits);
+/* The same drop with the hit path's gate left as it was: the state a fork
+ * finds when another thread is between a drop and its gate update. */
+MW_API unsigned mw_test_support_drop_unsynced(unsigned bits);
 
 /* smcuda: switch one safety mechanism off (value 0 or 1); -EINVAL for an
  * unknown knob or value. In libmmuwatch-test.a only (the .so keeps it

@@ -502,6 +502,71 @@ static int fail_closed(int control)
 	return sub_failed;
 }
 
+/* ---- a fork child brings the hit gate in line with the guarantee ----
+ * Another thread may fork between lowering the guarantee and updating the
+ * gate; nobody in the child would update it. mw_test_support_drop_unsynced()
+ * leaves the process in that state; a cache made in the child must not
+ * cache. Negative control: the same cache in the process itself (whose
+ * gate nobody synced) caches, and the count shows it. */
+static long gets_regs(void)
+{
+	struct mw_rcache_params p = {.ops = &c_ops};
+	struct mw_rcache *rc = NULL;
+	long before = C.regs;
+	char *b = pages(2);
+
+	if (mw_rcache_create(&p, &rc))
+		return -1;
+	for (int i = 0; i < 3; i++)
+		if (getput(rc, b, 2 * PAGE))
+			return -1;
+	mw_rcache_destroy(rc);
+	return C.regs - before;
+}
+
+static int fork_gate(int control)
+{
+	unsigned left;
+	long n;
+	int st;
+	pid_t pid;
+
+	if (!caching())
+		SKIP("the source does not guarantee caching");
+	left = mw_test_support_drop_unsynced(MW_SUPPORT_MUNMAP);
+	CHECK(!(left & MW_SUPPORT_MUNMAP), "guarantee lowered, gate left open");
+	if (control) {
+		n = gets_regs();
+		CHECK(n == 1,
+		      "negative control: with the gate left open the "
+		      "cache caches (%ld registrations for 3 gets)",
+		      n);
+		return sub_failed;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		n = gets_regs();
+		printf("# child: %ld registrations for 3 gets\n", n);
+		fflush(stdout);
+		_exit(n == 3 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0,
+	      "fork child: every get registers afresh (the child synced the "
+	      "gate)");
+	return sub_failed;
+}
+
+static int t_fork_gate(void)
+{
+	return fork_gate(0);
+}
+static int t_fork_gate_control(void)
+{
+	return fork_gate(1);
+}
+
 static int t_fail_closed(void) { return fail_closed(0); }
 static int t_fail_closed_control(void) { return fail_closed(1); }
 
@@ -630,18 +695,21 @@ static int t_depth_room(void)
 }
 
 static const struct subtest tests[] = {
-	{ "lru_count", t_lru_count, { NULL } },
-	{ "lru_bytes", t_lru_bytes, { NULL } },
-	{ "memlock", t_memlock, { NULL } },
-	{ "flush", t_flush, { NULL } },
-	{ "idle_drain", t_idle_drain, { "MMUWATCH_HELPER=", NULL } },
-	{ "idle_drain_negative_control", t_idle_nohelper,
-	  { "MMUWATCH_HELPER=0", NULL } },
-	{ "thread_exit_race", t_thread_exit_race, { NULL } },
-	{ "fail_closed", t_fail_closed, { NULL } },
-	{ "many_watches", t_many_watches, { NULL } },
-	{ "fail_closed_negative_control", t_fail_closed_control, { NULL } },
-	{ "depth_room", t_depth_room, { NULL } },
+	{"lru_count", t_lru_count, {NULL}},
+	{"lru_bytes", t_lru_bytes, {NULL}},
+	{"memlock", t_memlock, {NULL}},
+	{"flush", t_flush, {NULL}},
+	{"idle_drain", t_idle_drain, {"MMUWATCH_HELPER=", NULL}},
+	{"idle_drain_negative_control",
+	 t_idle_nohelper,
+	 {"MMUWATCH_HELPER=0", NULL}},
+	{"thread_exit_race", t_thread_exit_race, {NULL}},
+	{"fail_closed", t_fail_closed, {NULL}},
+	{"many_watches", t_many_watches, {NULL}},
+	{"fail_closed_negative_control", t_fail_closed_control, {NULL}},
+	{"fork_syncs_gate", t_fork_gate, {NULL}},
+	{"fork_syncs_gate_negative_control", t_fork_gate_control, {NULL}},
+	{"depth_room", t_depth_room, {NULL}},
 };
 
 int main(int argc, char **argv)
