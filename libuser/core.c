@@ -34,7 +34,7 @@ static unsigned gate_bits(int st, int cr, unsigned g)
 {
 	return (st != MWU_READY ? MWU_GATE_NOT_READY : 0) |
 	       (cr ? MWU_GATE_CR : 0) |
-	       ((g & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS ? MWU_GATE_SHORT : 0);
+	       (mwu_covers_caching(g) ? 0 : MWU_GATE_SHORT);
 }
 
 /*

@@ -161,7 +161,7 @@ static bool mon_valid(struct fid_mem_monitor *m, const void *addr, size_t len)
 	bool ok;
 
 	(void)m;
-	if ((mwu_guaranteed() & MW_RCACHE_NEEDS) != MW_RCACHE_NEEDS)
+	if (!mwu_covers_caching(mwu_guaranteed()))
 		return false;
 	pthread_mutex_lock(&tlock);
 	f = find(s, s + len);

@@ -41,6 +41,12 @@ static inline unsigned mwu_guaranteed(void)
 {
 	return __atomic_load_n(&mwu_guarantee, __ATOMIC_ACQUIRE);
 }
+/* The fail-closed rule of every cache: does guarantee g cover what leaving
+ * registrations pinned between uses needs (MW_RCACHE_NEEDS)? */
+static inline int mwu_covers_caching(unsigned g)
+{
+	return (g & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
+}
 
 /*
  * The cache's hit path tests this one word instead of the state, the

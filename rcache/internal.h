@@ -181,7 +181,7 @@ static inline int mwr_pool_contains(const void *p)
 /* The fail-closed rule (guard.c): may the cache cache right now? */
 static inline int mwr_guaranteed(void)
 {
-	return (mwu_guaranteed() & MW_RCACHE_NEEDS) == MW_RCACHE_NEEDS;
+	return mwu_covers_caching(mwu_guaranteed());
 }
 
 /*
