@@ -38,22 +38,18 @@ int mwr_bad_flags(unsigned flags)
 #ifdef MW_TESTING
 /* Test only (testing/mmuwatch_test.h): the fail-closed test's way to lose
  * guarantees. */
-MW_API unsigned mw_test_support_drop(unsigned bits)
-{
-	unsigned left;
-
-	if (mwu_ready())
-		return 0;
-	left = __atomic_and_fetch(&mwu_guarantee, ~bits, __ATOMIC_ACQ_REL);
-
-	mwu_gate_sync();
-	return left;
-}
-
 MW_API unsigned mw_test_support_drop_unsynced(unsigned bits)
 {
 	if (mwu_ready())
 		return 0;
 	return __atomic_and_fetch(&mwu_guarantee, ~bits, __ATOMIC_ACQ_REL);
+}
+
+MW_API unsigned mw_test_support_drop(unsigned bits)
+{
+	unsigned left = mw_test_support_drop_unsynced(bits);
+
+	mwu_gate_sync();
+	return left;
 }
 #endif

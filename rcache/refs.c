@@ -66,22 +66,27 @@ static void thr_exit(void *p)
 	free(t);
 }
 
-/* mwr_local_ok is 0 for good: hits leave the one-word gate's path too. */
-static void no_local(const char *why)
+/* No new local references, for good: the gate's bit first (a get that
+ * still read the gate open raced as one that read mwr_local_ok before),
+ * then the word. Callers that race with registering threads hold thr_lock. */
+static void local_off(void)
 {
 	__atomic_fetch_or(&mwu_gate, MWU_GATE_STICKY, __ATOMIC_SEQ_CST);
-	if (why)
-		mwu_log(MWU_LOG_INFO, "%s", why);
+	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
 }
 
 static void init_once(void)
 {
 	pthread_key_create(&thr_key, thr_exit);
 	/* Without expedited membarrier every reference is atomic. */
-	if (!syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+	if (!syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		     0, 0)) {
 		mwr_local_ok = 1;
-	else
-		no_local("membarrier unavailable: atomic references only");
+	} else {
+		local_off();
+		mwu_log(MWU_LOG_INFO,
+			"membarrier unavailable: atomic references only");
+	}
 }
 
 void mwr_refs_init(void)
@@ -135,8 +140,7 @@ int mwr_barrier_needed(void)
 static void disable_local(void)
 {
 	pthread_mutex_lock(&thr_lock);
-	no_local(NULL);
-	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
+	local_off();
 	pthread_mutex_unlock(&thr_lock);
 }
 
@@ -188,8 +192,7 @@ void mwr_refs_restarted(void)
 	mwu_log(MWU_LOG_WARN, "restart: membarrier registration failed (%s): "
 		"atomic references only", strerror(errno));
 	pthread_mutex_lock(&thr_lock);
-	no_local(NULL);
-	__atomic_store_n(&mwr_local_ok, 0, __ATOMIC_SEQ_CST);
+	local_off();
 	for (t = thr_list; t; t = t->next)
 		t->may_local = 0;
 	__atomic_store_n(&nr_local, 0, __ATOMIC_SEQ_CST);
@@ -235,8 +238,7 @@ void mwr_refs_atfork_child(void)
 	 * turn this thread's local references into atomic ones. */
 	if (mwr_local_ok &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
-		no_local(NULL);
-		mwr_local_ok = 0;
+		local_off();
 		for (unsigned i = 0; keep && i < MWR_HOLD_SIZE; i++) {
 			struct mwr_hold *h = &keep->hold[i];
 
